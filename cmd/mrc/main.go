@@ -1,0 +1,90 @@
+// Command mrc is the MRC toolbox: a fabric simulator that runs the real MRC
+// core (sim), a fabric planner (plan), and the tools that run MRC over real
+// sockets. Each subcommand lives in its own file; this file only dispatches.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// A command is one `mrc` subcommand. run gets the arguments after the
+// subcommand name and returns an error; a usageError exits with status 2,
+// any other error with status 1.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+// commands is filled by the init functions of the files that define them.
+var commands = map[string]command{}
+
+// usageError is a problem with how the command was invoked: a bad flag, a
+// bad value or an unreadable input. It exits with status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one mrc invocation and returns the process exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if _, ok := commands[args[1]]; ok {
+				return run([]string{args[1], "-h"}, stdout, stderr)
+			}
+		}
+		printHelp(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "mrc: unknown command %q (run 'mrc help')\n", args[0])
+		return 2
+	}
+	err := cmd.run(args[1:], stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "mrc %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "mrc %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "mrc: an open implementation of MRC (Multipath Reliable Connection)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: mrc <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'mrc <command> -h' for the flags of one command.")
+}

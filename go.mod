@@ -1,0 +1,3 @@
+module github.com/openmrc/mrc
+
+go 1.26

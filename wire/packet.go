@@ -1,0 +1,406 @@
+package wire
+
+import "encoding/binary"
+
+// Packet is one MRC datagram, from the first IPv6 header to the ICRC:
+// what Decode fills in and AppendPacket encodes. Three encapsulations are
+// supported (digest §3.2, §3.12):
+//
+//	plain         IP(NH 17) | UDP | MRC
+//	inline uSID   IP(Dst = uSID container; NH 17, or 43 → SRH(NH 17)) | UDP | MRC
+//	encapsulated  Outer(Dst = uSID container; NH 41, or 43 → SRH(NH 41)) | IP(NH 17) | UDP | MRC
+//
+// where MRC is the BTH, the extension headers its opcode implies, the
+// payload, the pad and the ICRC. Which extension-header fields are
+// meaningful depends on BTH.Opcode; Decode zeroes the others.
+//
+// A Packet is a plain value; its only reference is Payload. It is not safe
+// for concurrent use.
+type Packet struct {
+	Encap bool // IPv6-in-IPv6: Outer is the outer header, IP the inner one
+	Outer IPv6 // the outer header when Encap
+
+	HasSRH bool // an SRH follows the outermost header (Outer, or IP when !Encap)
+	SRH    SRH
+
+	IP IPv6 // the header that carries UDP
+
+	// FinalDst, when not zero, is the destination the UDP checksum and
+	// the ICRC are computed with (RFC 8200 §8.1). Zero means the default
+	// of Final: the last SRH segment when an SRH precedes UDP, else
+	// IP.Dst. Set it when the final destination is a uSID container's last
+	// CSID (USIDFormat.Final, ResolveUSID). Decode leaves it zero.
+	FinalDst [16]byte
+
+	UDP UDP
+	BTH BTH
+
+	METH   METH       // data packets
+	TSETH  TSETH      // data packets with BTH.TS
+	RETH   RETH       // data packets
+	Imm    ImmDt      // WRITE_LAST_IMM, WRITE_ONLY_IMM
+	AETH   AETH       // ACKNOWLEDGE
+	SACK   SACK       // RELIABILITY_SACK
+	NACK   NACK       // RELIABILITY_NACK
+	Probe  Probe      // RELIABILITY_PROBE_REQ
+	EPReq  EPRequest  // ENDPOINT_REQUEST
+	EPResp EPResponse // ENDPOINT_RESPONSE
+
+	// Payload holds the payload bytes present in the decoded buffer. It
+	// aliases that buffer (capacity capped at its length): it is valid as
+	// long as the buffer is, and changes with it. AppendPacket ignores it
+	// and takes the payload as an argument.
+	Payload []byte
+	// PayloadLen is the payload length the length fields declare: the
+	// bytes between the last MRC header and the pad. len(Payload) is less
+	// when the buffer does not carry the whole payload (phantom payloads,
+	// or truncation: the consumer knows which).
+	PayloadLen int
+	// Trimmed says the datagram ends right after its MRC headers, with no
+	// payload, pad or ICRC: what a switch's Trim leaves. PayloadLen is 0.
+	Trimmed bool
+	// ICRC is the invariant CRC read from the packet, valid if HasICRC.
+	ICRC uint32
+	// HasICRC says the buffer held the whole datagram, ICRC included.
+	HasICRC bool
+}
+
+// Final returns the destination for the checksum and the ICRC: FinalDst
+// if set; otherwise, as RFC 8200 §8.1 says, the last segment of the SRH
+// (Segments[0]) when one precedes UDP (not encapsulated), else IP.Dst.
+func (p *Packet) Final() [16]byte {
+	switch {
+	case p.FinalDst != [16]byte{}:
+		return p.FinalDst
+	case p.HasSRH && !p.Encap && p.SRH.N > 0:
+		return p.SRH.Segments[0]
+	}
+	return p.IP.Dst
+}
+
+// ResolveUSID sets FinalDst for an inline-uSID packet whose destination,
+// or last SRH segment, is a container in format f: FinalDst becomes
+// f.Final of it, the address the destination NIC sees. Decode cannot do
+// this itself, since a container looks like any other address. A node on
+// the path calls it before Verify. It does nothing for an encapsulated
+// packet, whose inner header carries the NIC's own address.
+func (p *Packet) ResolveUSID(f USIDFormat) {
+	if p.Encap {
+		return
+	}
+	p.FinalDst = [16]byte{}
+	p.FinalDst = f.Final(p.Final())
+}
+
+// EV returns the entropy value the packet carries in its UDP source port
+// and the flow label of IP.
+func (p *Packet) EV() EV { return JoinEV(p.UDP.SrcPort, p.IP.FlowLabel) }
+
+// SetEV stores ev in the UDP source port and the flow label of IP, and of
+// Outer when the packet is encapsulated, so the fabric hashes and the
+// receiver reads the same bits.
+func (p *Packet) SetEV(ev EV) {
+	sport, fl := SplitEV(ev)
+	p.UDP.SrcPort = sport
+	p.IP.FlowLabel = fl
+	if p.Encap {
+		p.Outer.FlowLabel = fl
+	}
+}
+
+// Len returns the length of the datagram AppendPacket writes for p with
+// PayloadLen bytes of payload, as its length fields declare it: the
+// on-the-wire size even when the payload is phantom.
+func (p *Packet) Len() int {
+	_, total := p.lengths(p.PayloadLen)
+	return total
+}
+
+// lengths returns the UDP length and the datagram length for a payload of
+// n bytes.
+func (p *Packet) lengths(n int) (udpLen, total int) {
+	udpLen = UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS)
+	if !p.Trimmed {
+		udpLen += n + pad(n) + ICRCLen
+	}
+	total = IPv6Len + udpLen
+	if p.HasSRH {
+		total += p.SRH.Len()
+	}
+	if p.Encap {
+		total += IPv6Len
+	}
+	return udpLen, total
+}
+
+// pad returns the pad count for a payload of n bytes: payload and pad
+// together are a multiple of 4 bytes (IBTA Vol. 1 §9.2).
+func pad(n int) int { return -n & 3 }
+
+var zeroPad [3]byte
+
+// AppendPacket appends the encoding of p with the given payload to b and
+// returns the extended slice. It does not allocate when b has room.
+//
+// It computes and writes what the other fields imply, ignoring those
+// fields in p: the IPv6 payload lengths and next headers, the SRH's next
+// header, HdrExtLen and LastEntry, the UDP length and checksum, the BTH
+// pad count (except when p.Trimmed), and the ICRC. The UDP checksum and
+// ICRC use p.Final() as the destination.
+//
+// The declared payload length is max(p.PayloadLen, len(payload)).
+// Phantom payloads: when p.PayloadLen > len(payload), every header is
+// written with the true lengths, but no payload, pad or ICRC is appended
+// and the UDP checksum is 0. When p.Trimmed, the datagram ends after the
+// MRC headers (payload is ignored) and carries a valid UDP checksum.
+//
+// Lengths must fit the 16-bit IPv6 and UDP length fields (no jumbograms).
+// For an opcode that is not Known, only the BTH is written before the
+// payload.
+func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
+	n := max(p.PayloadLen, len(payload))
+	udpLen, _ := p.lengths(n)
+	srhLen := 0
+	if p.HasSRH {
+		srhLen = p.SRH.Len()
+	}
+
+	ip := p.IP
+	ip.NextHeader = ProtoUDP
+	ip.PayloadLen = uint16(udpLen)
+	first, inner := &ip, uint8(ProtoUDP) // outermost header, and what its chain leads to
+	var outer IPv6
+	if p.Encap {
+		outer = p.Outer
+		outer.PayloadLen = uint16(srhLen + IPv6Len + udpLen)
+		first, inner = &outer, ProtoIPv6
+	} else {
+		ip.PayloadLen = uint16(srhLen + udpLen)
+	}
+	first.NextHeader = inner
+	if p.HasSRH {
+		first.NextHeader = ProtoRouting
+	}
+	b = first.Append(b)
+	if p.HasSRH {
+		at := len(b)
+		b = p.SRH.Append(b)
+		b[at+srhOffNextHdr] = inner
+	}
+	if p.Encap {
+		b = ip.Append(b)
+	}
+
+	udpOff := len(b)
+	u := p.UDP
+	u.Length, u.Checksum = uint16(udpLen), 0
+	b = u.Append(b)
+	bth := p.BTH
+	if !p.Trimmed {
+		bth.PadCnt = uint8(pad(n))
+	}
+	b = bth.Append(b)
+	b = p.appendExt(b)
+
+	final := p.Final()
+	if !p.Trimmed {
+		if n > len(payload) {
+			return b // phantom payload
+		}
+		b = append(b, payload...)
+		b = append(b, zeroPad[:pad(n)]...)
+		b = binary.LittleEndian.AppendUint32(b, ICRC(ip.Src, final, b[udpOff:]))
+	}
+	c := UDPChecksum(ip.Src, final, b[udpOff:])
+	binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)
+	return b
+}
+
+// appendExt appends the extension headers the opcode implies.
+func (p *Packet) appendExt(b []byte) []byte {
+	switch op := p.BTH.Opcode; {
+	case op.IsData():
+		b = p.METH.Append(b)
+		if p.BTH.TS {
+			b = p.TSETH.Append(b)
+		}
+		b = p.RETH.Append(b)
+		if op.HasImm() {
+			b = p.Imm.Append(b)
+		}
+	case op == OpAck:
+		b = p.AETH.Append(b)
+	case op == OpSACK:
+		b = p.SACK.Append(b)
+	case op == OpNACK:
+		b = p.NACK.Append(b)
+	case op == OpProbe:
+		b = p.Probe.Append(b)
+	case op == OpEndpointRequest:
+		b = p.EPReq.Append(b)
+	case op == OpEndpointResponse:
+		b = p.EPResp.Append(b)
+	}
+	return b
+}
+
+// Decode decodes the datagram at the start of b into p, replacing all of
+// p. It does not allocate, and p.Payload aliases b.
+//
+// The outermost IPv6 payload length bounds the datagram; bytes after it
+// (link-layer padding) are ignored. The lengths of the nested headers must
+// agree with it (ErrInvalid otherwise). Every header must be present in b
+// (ErrTruncated otherwise), but the payload, pad and ICRC need not be:
+// Decode then reports the payload bytes present in Payload, the declared
+// length in PayloadLen, and HasICRC false. Whether a short datagram is a
+// phantom or a truncation is for the caller to decide. Decode checks
+// neither the UDP checksum nor the ICRC; Verify does. On error, p holds
+// the headers decoded so far.
+func (p *Packet) Decode(b []byte) error {
+	*p = Packet{}
+	off, err := p.IP.Decode(b)
+	if err != nil {
+		return err
+	}
+	end := off + int(p.IP.PayloadLen)
+	nh := p.IP.NextHeader
+	if nh == ProtoRouting {
+		n, err := p.SRH.Decode(b[off:])
+		if err != nil {
+			return err
+		}
+		p.HasSRH = true
+		off += n
+		nh = p.SRH.NextHeader
+	}
+	if nh == ProtoIPv6 {
+		p.Encap = true
+		p.Outer = p.IP
+		n, err := p.IP.Decode(b[off:])
+		if err != nil {
+			return err
+		}
+		off += n
+		if off+int(p.IP.PayloadLen) != end {
+			return ErrInvalid
+		}
+		nh = p.IP.NextHeader
+	}
+	if nh != ProtoUDP {
+		return ErrUnsupported
+	}
+	udpOff := off
+	if _, err := p.UDP.Decode(b[off:]); err != nil {
+		return err
+	}
+	if p.UDP.Length < UDPLen || udpOff+int(p.UDP.Length) != end {
+		return ErrInvalid
+	}
+	off += UDPLen
+	if _, err := p.BTH.Decode(b[off:]); err != nil {
+		return err
+	}
+	op := p.BTH.Opcode
+	if !op.Known() {
+		return ErrUnsupported
+	}
+	hdrEnd := udpOff + UDPLen + op.HeaderLen(p.BTH.TS)
+	if hdrEnd > len(b) {
+		return ErrTruncated
+	}
+	if hdrEnd > end {
+		return ErrInvalid
+	}
+	p.decodeExt(b[off+BTHLen : hdrEnd])
+
+	rem := end - hdrEnd
+	if rem == 0 {
+		p.Trimmed = true
+		return nil
+	}
+	if rem < int(p.BTH.PadCnt)+ICRCLen {
+		return ErrInvalid
+	}
+	p.PayloadLen = rem - int(p.BTH.PadCnt) - ICRCLen
+	have := min(len(b), end)
+	pe := min(have, hdrEnd+p.PayloadLen)
+	p.Payload = b[hdrEnd:pe:pe]
+	if have == end {
+		p.HasICRC = true
+		p.ICRC = binary.LittleEndian.Uint32(b[end-ICRCLen:])
+	}
+	return nil
+}
+
+// decodeExt decodes the extension headers of the opcode from b, which
+// holds exactly Opcode.HeaderLen - BTHLen bytes, so no decode can fail.
+func (p *Packet) decodeExt(b []byte) {
+	switch op := p.BTH.Opcode; {
+	case op.IsData():
+		n, _ := p.METH.Decode(b)
+		b = b[n:]
+		if p.BTH.TS {
+			n, _ = p.TSETH.Decode(b)
+			b = b[n:]
+		}
+		n, _ = p.RETH.Decode(b)
+		if op.HasImm() {
+			_, _ = p.Imm.Decode(b[n:])
+		}
+	case op == OpAck:
+		_, _ = p.AETH.Decode(b)
+	case op == OpSACK:
+		_, _ = p.SACK.Decode(b)
+	case op == OpNACK:
+		_, _ = p.NACK.Decode(b)
+	case op == OpProbe:
+		_, _ = p.Probe.Decode(b)
+	case op == OpEndpointRequest:
+		_, _ = p.EPReq.Decode(b)
+	case op == OpEndpointResponse:
+		_, _ = p.EPResp.Decode(b)
+	}
+}
+
+// udpOffset returns the offset of the UDP header in the buffer p was
+// decoded from.
+func (p *Packet) udpOffset() int {
+	off := IPv6Len
+	if p.HasSRH {
+		off += p.SRH.wireLen()
+	}
+	if p.Encap {
+		off += IPv6Len
+	}
+	return off
+}
+
+// Verify checks the UDP checksum and, unless the packet is Trimmed, the
+// ICRC of b, the buffer p was decoded from, using p.Final() as the
+// destination. It returns ErrChecksum or ErrICRC on a mismatch (a zero
+// UDP checksum is a mismatch: RFC 8200 §8.1), and ErrTruncated if b does
+// not hold the whole datagram: a phantom payload has nothing to verify.
+// It does not allocate.
+func (p *Packet) Verify(b []byte) error {
+	udpOff := p.udpOffset()
+	end := udpOff + int(p.UDP.Length)
+	if end > len(b) || int(p.UDP.Length) < UDPLen {
+		return ErrTruncated
+	}
+	udp := b[udpOff:end]
+	final := p.Final()
+	if UDPChecksum(p.IP.Src, final, udp) != binary.BigEndian.Uint16(udp[udpOffChecksum:]) {
+		return ErrChecksum
+	}
+	if p.Trimmed {
+		return nil
+	}
+	if len(udp) < UDPLen+ICRCLen {
+		return ErrICRC
+	}
+	n := len(udp) - ICRCLen
+	if ICRC(p.IP.Src, final, udp[:n]) != binary.LittleEndian.Uint32(udp[n:]) {
+		return ErrICRC
+	}
+	return nil
+}

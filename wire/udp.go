@@ -1,0 +1,135 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// UDPLen is the length of the UDP header (RFC 768).
+const UDPLen = 8
+
+// UDPPortRoCEv2 is the RoCEv2 UDP destination port MRC uses (IBTA Annex
+// A17; the MRC spec misprints it as 4971 in places, digest §3.2 [S]).
+const UDPPortRoCEv2 = 4791
+
+// UDP header layout, from the spec (RFC 768).
+const (
+	udpOffSrcPort  = 0 // source port; carries EV[31:16] in MRC
+	udpOffDstPort  = 2 // destination port
+	udpOffLength   = 4 // header + data length
+	udpOffChecksum = 6 // checksum
+)
+
+// UDP is the UDP header (RFC 768).
+type UDP struct {
+	SrcPort  uint16
+	DstPort  uint16
+	Length   uint16
+	Checksum uint16
+}
+
+// Append appends the UDPLen-byte encoding of h to b.
+func (h *UDP) Append(b []byte) []byte {
+	b, w := grow(b, UDPLen)
+	binary.BigEndian.PutUint16(w[udpOffSrcPort:], h.SrcPort)
+	binary.BigEndian.PutUint16(w[udpOffDstPort:], h.DstPort)
+	binary.BigEndian.PutUint16(w[udpOffLength:], h.Length)
+	binary.BigEndian.PutUint16(w[udpOffChecksum:], h.Checksum)
+	return b
+}
+
+// Decode decodes a UDP header from the start of b and returns UDPLen.
+func (h *UDP) Decode(b []byte) (int, error) {
+	if len(b) < UDPLen {
+		return 0, ErrTruncated
+	}
+	b = b[:UDPLen]
+	h.SrcPort = binary.BigEndian.Uint16(b[udpOffSrcPort:])
+	h.DstPort = binary.BigEndian.Uint16(b[udpOffDstPort:])
+	h.Length = binary.BigEndian.Uint16(b[udpOffLength:])
+	h.Checksum = binary.BigEndian.Uint16(b[udpOffChecksum:])
+	return UDPLen, nil
+}
+
+// UDPChecksum returns the UDP checksum of udp, the UDP header and data
+// (len(udp) bytes, the checksum field taken as zero), over the IPv6
+// pseudo-header of RFC 8200 §8.1: src, finalDst, the length and next
+// header 17. finalDst is the final destination: the last segment when a
+// routing header or a uSID container steers the packet, which is the
+// address the receiver sees. A zero result is returned as 0xFFFF, as it is
+// sent (RFC 768). It does not allocate.
+func UDPChecksum(src, finalDst [16]byte, udp []byte) uint16 {
+	s := pseudoSum(&src, &finalDst, len(udp))
+	if len(udp) >= UDPLen {
+		s = add(s, binary.BigEndian.Uint64(udp)&^0xFFFF) // checksum field as zero
+		s = sum(s, udp[UDPLen:])
+	} else {
+		s = sum(s, udp)
+	}
+	return finish(s)
+}
+
+// finish turns an accumulated sum into the checksum to send.
+func finish(s uint64) uint16 {
+	c := ^fold(s)
+	if c == 0 {
+		return 0xFFFF
+	}
+	return c
+}
+
+// pseudoSum returns the sum of the IPv6 pseudo-header for a UDP datagram
+// of n bytes.
+func pseudoSum(src, dst *[16]byte, n int) uint64 {
+	s := add(binary.BigEndian.Uint64(src[:8]), binary.BigEndian.Uint64(src[8:]))
+	s = add(s, binary.BigEndian.Uint64(dst[:8]))
+	s = add(s, binary.BigEndian.Uint64(dst[8:]))
+	return add(s, uint64(n)+ProtoUDP)
+}
+
+// add is one's-complement addition of 64-bit words (end-around carry).
+func add(a, b uint64) uint64 {
+	s, c := bits.Add64(a, b, 0)
+	return s + c // cannot carry again: s <= 2^64-2 when c is 1
+}
+
+// sum adds the 16-bit big-endian words of b to the one's-complement
+// accumulator s, 32 bytes per iteration; an odd last byte is padded with
+// a zero byte (RFC 1071). Lanes of 16 bits stay aligned to the start of b,
+// so b must start at an even offset of the checksummed data.
+func sum(s uint64, b []byte) uint64 {
+	var c uint64
+	for len(b) >= 32 {
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), c)
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[8:]), c)
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[16:]), c)
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[24:]), c)
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), c)
+		b = b[8:]
+	}
+	s = add(s, c)
+	if len(b) >= 4 {
+		s = add(s, uint64(binary.BigEndian.Uint32(b)))
+		b = b[4:]
+	}
+	if len(b) >= 2 {
+		s = add(s, uint64(binary.BigEndian.Uint16(b)))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s = add(s, uint64(b[0])<<8)
+	}
+	return s
+}
+
+// fold reduces a 64-bit one's-complement sum to 16 bits.
+func fold(s uint64) uint16 {
+	s = s>>32 + s&0xFFFFFFFF
+	s = s>>32 + s&0xFFFFFFFF
+	s = s>>16 + s&0xFFFF
+	s = s>>16 + s&0xFFFF
+	return uint16(s)
+}

@@ -1,0 +1,125 @@
+package main
+
+// Shared harness for the subcommand tests: TestMain builds the mrc binary
+// once, and runMRC runs it the way a user would. Tests of any subcommand
+// should go through runMRC rather than calling run() so that flag parsing,
+// exit codes and the split between stdout and stderr are tested too.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mrcBin is the path of the mrc binary built by TestMain.
+var mrcBin string
+
+// runTimeout bounds one invocation of the binary, so a hung subcommand fails
+// its test instead of the whole test binary's deadline.
+const runTimeout = 2 * time.Minute
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "mrc-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "main_test:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	mrcBin = filepath.Join(dir, "mrc")
+	if runtime.GOOS == "windows" {
+		mrcBin += ".exe"
+	}
+	// go test puts $GOROOT/bin first on PATH, so this is the go that is
+	// running the tests.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "main_test: cannot find the go command:", err)
+		return 1
+	}
+	build := exec.Command(gobin, "build", "-o", mrcBin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "main_test: building mrc: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// runMRC runs the mrc binary with args, no stdin, and returns what it wrote
+// to stdout and stderr and its exit status. It fails the test only if the
+// binary could not be run at all or did not finish within runTimeout; a
+// non-zero exit status is returned, not treated as an error.
+func runMRC(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runMRCStdin(t, "", args...)
+}
+
+// runMRCStdin is runMRC with stdin as the binary's standard input.
+func runMRCStdin(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mrcBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		t.Fatalf("mrc %s: did not finish within %v\nstderr: %s", strings.Join(args, " "), runTimeout, errb.String())
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("mrc %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// assertUsageError checks the contract every bad invocation of every
+// subcommand must keep: exit status 2, nothing on stdout, exactly one line
+// on stderr, and no Go panic or stack trace. It returns that line.
+func assertUsageError(t *testing.T, args ...string) string {
+	t.Helper()
+	stdout, stderr, code := runMRC(t, args...)
+	if code != 2 {
+		t.Errorf("mrc %s: exit %d, want 2 (stderr %q)", strings.Join(args, " "), code, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("mrc %s: wrote to stdout on error: %q", strings.Join(args, " "), stdout)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		t.Errorf("mrc %s: stderr is not one line: %q", strings.Join(args, " "), stderr)
+	}
+	for _, bad := range []string{"panic", "goroutine", ".go:"} {
+		if strings.Contains(stderr, bad) {
+			t.Errorf("mrc %s: stderr looks like a crash (%q): %q", strings.Join(args, " "), bad, stderr)
+		}
+	}
+	return strings.TrimSuffix(stderr, "\n")
+}
+
+func TestHelpAndUnknownCommand(t *testing.T) {
+	stdout, _, code := runMRC(t, "help")
+	if code != 0 || !strings.Contains(stdout, "Commands:") {
+		t.Errorf("mrc help: exit %d, stdout %q", code, stdout)
+	}
+	if _, _, code := runMRC(t); code != 2 {
+		t.Errorf("mrc with no command: exit %d, want 2", code)
+	}
+	if line := assertUsageError(t, "no-such-command"); !strings.Contains(line, "unknown command") {
+		t.Errorf("unknown command: %q", line)
+	}
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openmrc/mrc/plan"
+)
+
+// planJSON runs mrc plan --json with args and decodes stdout into v.
+func planJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	args = append([]string{"plan", "--json"}, args...)
+	stdout, stderr, code := runMRC(t, args...)
+	if code != 0 {
+		t.Fatalf("mrc %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("mrc %s: bad JSON: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
+}
+
+func TestPlanJSONPublished65536(t *testing.T) {
+	var c plan.Comparison
+	planJSON(t, &c, "--gpus", "65536", "--planes", "8")
+	if c.TwoTier == nil || c.ThreeTier == nil || c.Switches == nil || c.Optics == nil {
+		t.Fatalf("want both designs and both ratios: %+v", c)
+	}
+	if c.TwoTier.Total.Switches != 3072 || c.ThreeTier.Total.Switches != 5120 {
+		t.Errorf("switches %d vs %d, want 3,072 vs 5,120", c.TwoTier.Total.Switches, c.ThreeTier.Total.Switches)
+	}
+	if c.Switches.Text != "3/5" || c.Optics.Text != "2/3" {
+		t.Errorf("ratios %s and %s, want 3/5 and 2/3", c.Switches.Text, c.Optics.Text)
+	}
+	if c.TwoTier.LongestPathSwitches != 3 || c.ThreeTier.LongestPathSwitches != 5 {
+		t.Errorf("longest paths %d and %d, want 3 and 5", c.TwoTier.LongestPathSwitches, c.ThreeTier.LongestPathSwitches)
+	}
+	if r := c.ThreeTier; r.Radix != 64 || r.Total.T0 != 2048 || r.Total.T1 != 2048 || r.Total.T2 != 1024 {
+		t.Errorf("three-tier radix %d, T0 %d T1 %d T2 %d; want 64, 2048, 2048, 1024", r.Radix, r.Total.T0, r.Total.T1, r.Total.T2)
+	}
+}
+
+func TestPlanJSONPublished131072(t *testing.T) {
+	var c plan.Comparison
+	planJSON(t, &c, "--gpus", "131072", "--planes", "8")
+	d := c.TwoTier
+	if d == nil {
+		t.Fatal("two-tier design missing")
+	}
+	if d.Radix != 512 || d.PerPlane.T0 != 512 || d.PerPlane.T1 != 256 || d.Total.Switches != 6144 {
+		t.Errorf("radix %d, per plane T0 %d T1 %d, total %d; want 512, 512, 256, 6,144",
+			d.Radix, d.PerPlane.T0, d.PerPlane.T1, d.Total.Switches)
+	}
+	if c.ThreeTier != nil || len(c.Unfit) != 1 || c.Unfit[0].MaxGPUs != 65536 {
+		t.Errorf("the single-plane three-tier design should not fit (max 65,536): %+v", c.Unfit)
+	}
+	if f := d.Failures[1]; f.Link != "T0-T1" || f.UplinkOneIn != 256 {
+		t.Errorf("T0-T1 failure %+v, want 1/256 of a T0's uplinks", f)
+	}
+}
+
+func TestPlanJSONTiers(t *testing.T) {
+	var d plan.Design
+	planJSON(t, &d, "--gpus", "65536", "--planes", "1", "--tiers", "3")
+	if d.Tiers != 3 || d.Planes != 1 || d.Total.Switches != 5120 || d.MaxGPUsThreeTier != 65536 {
+		t.Errorf("three-tier single plane: %d tiers, %d planes, %d switches, max %d",
+			d.Tiers, d.Planes, d.Total.Switches, d.MaxGPUsThreeTier)
+	}
+	if d.Failures[0].NodeFraction != 1 {
+		t.Errorf("a single-plane NIC-T0 failure should cost the whole node: %+v", d.Failures[0])
+	}
+
+	planJSON(t, &d, "--gpus", "32768", "--planes", "4", "--tiers", "2")
+	if d.Tiers != 2 || d.Radix != 256 || d.PortGbps != 200 || d.Failures[0].NodeFraction != 0.25 {
+		t.Errorf("4 planes: %d tiers, radix %d, %dG ports, NIC-T0 costs %v; want 2, 256, 200G, 0.25",
+			d.Tiers, d.Radix, d.PortGbps, d.Failures[0].NodeFraction)
+	}
+
+	// --radix alone defines the switch: 256 × 100G.
+	planJSON(t, &d, "--gpus", "1000", "--radix", "256", "--tiers", "2")
+	if d.Radix != 256 || d.SwitchGbps != 25600 {
+		t.Errorf("--radix 256: radix %d, switch %dG; want 256, 25,600G", d.Radix, d.SwitchGbps)
+	}
+}
+
+func TestPlanText(t *testing.T) {
+	stdout, stderr, code := runMRC(t, "plan", "--gpus", "65536", "--planes", "8")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	lines := strings.Split(stdout, "\n")
+	// The table: one header row naming both designs, then rows whose cells
+	// line up under it.
+	head := -1
+	for i, l := range lines {
+		if strings.Contains(l, "two-tier, 8 planes") && strings.Contains(l, "three-tier, 1 plane") {
+			head = i
+			break
+		}
+	}
+	if head < 0 {
+		t.Fatalf("no side-by-side header:\n%s", stdout)
+	}
+	col := strings.Index(lines[head], "three-tier")
+	rows := map[string][]string{}
+	for _, l := range lines[head+1:] {
+		if l == "" {
+			break
+		}
+		if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("row %q: second column does not start at byte %d", l, col)
+			continue
+		}
+		cells := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(l), -1)
+		rows[cells[0]] = cells[1:]
+	}
+	for label, want := range map[string][]string{
+		"switches":                         {"3,072", "5,120"},
+		"T0 switches":                      {"2,048 (256/plane)", "2,048"},
+		"T1 switches":                      {"1,024 (128/plane)", "2,048"},
+		"T2 switches":                      {"-", "1,024"},
+		"longest path":                     {"3 switches", "5 switches"},
+		"max GPUs in 2 tiers":              {"131,072", "2,048"},
+		"optics in 800G units":             {"262,144", "393,216"},
+		"NIC-T0 link down: node loses":     {"12.5% (1/8)", "100% (cut off)"},
+		"T0-T1 link down: T0 uplinks lost": {"0.39% (1/256)", "3.1% (1/32)"},
+	} {
+		if got := rows[label]; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("row %q = %q, want %q", label, got, want)
+		}
+	}
+	want := "verdict: two-tier, 8 planes: 3/5 of the switches and 2/3 of the optics of three-tier, 1 plane; longest path 3 switches vs 5\n"
+	if !strings.HasSuffix(stdout, want) {
+		t.Errorf("output does not end with the verdict %q:\n%s", want, stdout)
+	}
+}
+
+func TestPlanTextOneFits(t *testing.T) {
+	stdout, _, code := runMRC(t, "plan", "--gpus", "131072", "--planes", "8")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"note: three-tier, 1 plane does not fit: 131,072 GPUs exceed its maximum of 65,536",
+		"6,144",
+		"verdict: two-tier, 8 planes: fits 131,072 GPUs in 6,144 switches; three-tier, 1 plane tops out at 65,536 GPUs",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestPlanTextPartial(t *testing.T) {
+	stdout, _, code := runMRC(t, "plan", "--gpus", "65000", "--planes", "8", "--tiers", "2")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"the last T0 of each plane uses 232 of its 256 down ports",
+		"nearest full sizes 64,768 and 65,024",
+		"summary: two-tier, 8 planes:",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "three-tier") {
+		t.Errorf("--tiers 2 printed the three-tier design:\n%s", stdout)
+	}
+}
+
+func TestPlanHelp(t *testing.T) {
+	for _, args := range [][]string{{"plan", "-h"}, {"plan", "--help"}, {"help", "plan"}} {
+		stdout, stderr, code := runMRC(t, args...)
+		if code != 0 {
+			t.Errorf("mrc %s: exit %d, want 0", strings.Join(args, " "), code)
+		}
+		if !strings.Contains(stdout+stderr, "Usage: mrc plan --gpus N") || !strings.Contains(stdout+stderr, "-planes") {
+			t.Errorf("mrc %s: no usage:\n%s%s", strings.Join(args, " "), stdout, stderr)
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // a part of the one-line message
+	}{
+		{nil, "--gpus N is required"},
+		{[]string{"--gpus", "0"}, "--gpus"},
+		{[]string{"--gpus", "-3"}, "--gpus"},
+		{[]string{"--gpus", "lots"}, "invalid value"},
+		{[]string{"--gpus", "10", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--gpus", "10", "--bogus"}, "not defined"},
+		{[]string{"--gpus", "10", "--planes", "0"}, "--planes"},
+		{[]string{"--gpus", "10", "--planes", "3"}, "--planes"},
+		{[]string{"--gpus", "10", "--planes", "-8"}, "--planes"},
+		{[]string{"--gpus", "10", "--radix", "7"}, "--radix"},
+		{[]string{"--gpus", "10", "--radix", "0", "--switch-gbps", "0"}, "--switch-gbps"},
+		{[]string{"--gpus", "10", "--radix", "-4"}, "--radix"},
+		{[]string{"--gpus", "10", "--radix", "256", "--switch-gbps", "51200"}, "--radix"},
+		{[]string{"--gpus", "10", "--nic-gbps", "0"}, "--nic-gbps"},
+		{[]string{"--gpus", "10", "--nic-gbps", "-800"}, "--nic-gbps"},
+		{[]string{"--gpus", "10", "--switch-gbps", "-1"}, "--switch-gbps"},
+		{[]string{"--gpus", "10", "--nic-gbps", "600", "--planes", "2"}, "--switch-gbps"},
+		{[]string{"--gpus", "10", "--tiers", "4"}, "--tiers must be 2 or 3"},
+		{[]string{"--gpus", "10", "--tiers", "1"}, "--tiers must be 2 or 3"},
+		{[]string{"--gpus", "131073", "--tiers", "2"}, "nearest size that fits: 131,072"},
+		{[]string{"--gpus", "65537", "--planes", "1", "--tiers", "3"}, "nearest size that fits: 65,536"},
+		{[]string{"--gpus", "200000"}, "nearest size that fits: 131,072"},
+		{[]string{"--gpus", "99999999999999999999"}, "invalid value"},
+		{[]string{"--gpus", "9223372036854775807"}, "nearest size that fits"},
+	} {
+		line := assertUsageError(t, append([]string{"plan"}, tc.args...)...)
+		if !strings.HasPrefix(line, "mrc plan: ") || !strings.Contains(line, tc.want) {
+			t.Errorf("mrc plan %s: %q, want it to mention %q", strings.Join(tc.args, " "), line, tc.want)
+		}
+	}
+	// Too big for two tiers, but a three-tier fabric of the same planes
+	// would do: say so.
+	line := assertUsageError(t, "plan", "--gpus", "200000", "--tiers", "2")
+	if !strings.Contains(line, "--tiers 3 with --planes 8 reaches 33,554,432") {
+		t.Errorf("no three-tier hint: %q", line)
+	}
+}

@@ -1,0 +1,608 @@
+// Package evset is the per-QP table of entropy values (EVs) and their path
+// states (digest §3.4–3.5): which EVs a QP sprays over, which are resting
+// (SKIP), which are retired (ASSUMED_BAD) and being probed, and which the
+// controller denied.
+//
+// The set is split evenly across planes. Each plane has an active list (the
+// EVs packets are sprayed over) and a backup list; an EV that is retired is
+// replaced from the same plane's backups, and an EV that probes bring back
+// becomes a backup again, so planes stay equally loaded (digest §3.13).
+package evset
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/openmrc/mrc/mtime"
+)
+
+// State is the path state of one EV (digest §3.4, spec Figure 5).
+type State uint8
+
+const (
+	// Good EVs carry data.
+	Good State = iota
+	// Skip EVs are resting after an ECN mark or a mid-fabric trim; they
+	// return to Good after Config.Skip.
+	Skip
+	// AssumedBad EVs lost a packet without a trim (or were told
+	// ALWAYS_SKIP); they carry only probes until enough probes succeed.
+	AssumedBad
+	// Denied EVs were disabled by the controller and never recover on
+	// their own.
+	Denied
+)
+
+func (s State) String() string {
+	switch s {
+	case Good:
+		return "GOOD"
+	case Skip:
+		return "SKIP"
+	case AssumedBad:
+		return "ASSUMED_BAD"
+	case Denied:
+		return "DENIED"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Reason says why an EV changed state.
+type Reason uint8
+
+const (
+	ReasonECN        Reason = iota // SACK with M=SKIP_ONCE
+	ReasonTrim                     // NACK TRIMMED (mid-fabric)
+	ReasonLoss                     // untrimmed loss: the per-packet timer expired
+	ReasonAlwaysSkip               // SACK with M=ALWAYS_SKIP
+	ReasonSkipEnded                // the SKIP period ran out
+	ReasonProbes                   // enough probes succeeded
+	ReasonAdmin                    // the controller denied or allowed it
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonECN:
+		return "ecn"
+	case ReasonTrim:
+		return "trim"
+	case ReasonLoss:
+		return "loss"
+	case ReasonAlwaysSkip:
+		return "always-skip"
+	case ReasonSkipEnded:
+		return "skip-ended"
+	case ReasonProbes:
+		return "probes"
+	case ReasonAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Slot indexes one EV in a Set.
+type Slot uint16
+
+// MaxEVs is the largest number of EVs in a Set.
+const MaxEVs = 1 << 14
+
+// Transition is one state change, reported through Set.Notify.
+type Transition struct {
+	Slot     Slot
+	EV       uint32
+	Plane    int
+	From, To State
+	Reason   Reason
+	// Replacement is the backup promoted to active in the same plane when
+	// an active EV left service, or -1.
+	Replacement int
+}
+
+// Config sizes a Set and sets its timings. The zero value of a field means
+// the default named in its comment (docs/spec-gaps.md).
+type Config struct {
+	Planes         int // network planes, one NIC port each (1..32)
+	ActivePerPlane int // EVs sprayed over per plane (default 16: 128 on 8 planes)
+	BackupPerPlane int // spare EVs per plane (0: none)
+	// MinActive is the floor on active Good/Skip EVs across all planes
+	// (ev_min_active): a loss that would take the QP below it leaves the
+	// EV in service. Default: a quarter of all active EVs.
+	MinActive int
+	// Skip is how long an EV rests after ECN or a trim (default 10 µs,
+	// about one base RTT in a two-tier fabric).
+	Skip time.Duration
+	// ProbeInterval is the wait before the first probe of a retired EV and
+	// between successful probes (default 100 µs); it doubles after every
+	// failed probe up to ProbeIntervalMax (default 10 ms).
+	ProbeInterval    time.Duration
+	ProbeIntervalMax time.Duration
+	// ProbeTimeout is how long a probe may go unanswered before it counts
+	// as failed (default 100 µs).
+	ProbeTimeout time.Duration
+	// ProbeSuccesses is the number of consecutive successful probes that
+	// resurrects a retired EV (default 3).
+	ProbeSuccesses int
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Planes == 0 {
+		c.Planes = 1
+	}
+	if c.ActivePerPlane == 0 {
+		c.ActivePerPlane = 16
+	}
+	if c.MinActive == 0 {
+		c.MinActive = max(1, c.Planes*c.ActivePerPlane/4)
+	}
+	if c.Skip == 0 {
+		c.Skip = 10 * time.Microsecond
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = 100 * time.Microsecond
+	}
+	if c.ProbeIntervalMax == 0 {
+		c.ProbeIntervalMax = 10 * time.Millisecond
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = 100 * time.Microsecond
+	}
+	if c.ProbeSuccesses == 0 {
+		c.ProbeSuccesses = 3
+	}
+	return c
+}
+
+// Validate reports a configuration the set cannot run with.
+func (c Config) Validate() error {
+	switch {
+	case c.Planes < 1 || c.Planes > 32:
+		return fmt.Errorf("planes = %d, want 1..32", c.Planes)
+	case c.ActivePerPlane < 1:
+		return fmt.Errorf("active EVs per plane = %d, want at least 1", c.ActivePerPlane)
+	case c.BackupPerPlane < 0:
+		return fmt.Errorf("backup EVs per plane = %d, want at least 0", c.BackupPerPlane)
+	case (c.ActivePerPlane+c.BackupPerPlane)*c.Planes > MaxEVs:
+		return fmt.Errorf("%d EVs in all is too many", (c.ActivePerPlane+c.BackupPerPlane)*c.Planes)
+	case c.MinActive < 1 || c.MinActive > c.Planes*c.ActivePerPlane:
+		return fmt.Errorf("min active EVs = %d, want 1..%d", c.MinActive, c.Planes*c.ActivePerPlane)
+	case c.Skip < 0 || c.ProbeInterval <= 0 || c.ProbeIntervalMax < c.ProbeInterval || c.ProbeTimeout <= 0:
+		return fmt.Errorf("EV timings must be positive (skip %v, probe interval %v..%v, probe timeout %v)",
+			c.Skip, c.ProbeInterval, c.ProbeIntervalMax, c.ProbeTimeout)
+	case c.ProbeSuccesses < 1:
+		return fmt.Errorf("probe successes = %d, want at least 1", c.ProbeSuccesses)
+	}
+	return nil
+}
+
+// entry is one EV's state: 16 bytes, since a large simulation holds
+// hundreds of thousands of QPs with hundreds of EVs each.
+type entry struct {
+	value     uint32
+	plane     uint8
+	state     State
+	pos       int16      // index in its plane's active list, or -1
+	skipUntil mtime.Time // when Skip ends
+}
+
+// probe is the probing state of one retired (AssumedBad) EV.
+type probe struct {
+	slot     Slot
+	awaiting bool          // a probe is in flight
+	ok       uint8         // consecutive successes
+	every    time.Duration // current interval (backs off on failure)
+	at       mtime.Time    // next probe due (when not awaiting)
+	by       mtime.Time    // deadline of the probe in flight (when awaiting)
+}
+
+type plane struct {
+	active []Slot
+	backup []Slot // Good EVs not in service
+	up     bool
+}
+
+// Set is one QP's EV table. It is not safe for concurrent use.
+type Set struct {
+	cfg     Config
+	evs     []entry
+	planes  []plane
+	retired []probe // AssumedBad EVs, probed in the background
+	nActive int     // active EVs that are Good or Skip, on up planes or not
+	rr      int     // plane round-robin cursor
+
+	// Notify, when set, is called for every state change.
+	Notify func(Transition)
+}
+
+// New returns a set over values, which holds Planes×(Active+Backup) EVs:
+// values[p*(Active+Backup)+i] is EV i of plane p, the first ActivePerPlane
+// of each plane active. Every plane starts up. Values must be distinct.
+func New(cfg Config, values []uint32) (*Set, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	per := cfg.ActivePerPlane + cfg.BackupPerPlane
+	if len(values) != cfg.Planes*per {
+		return nil, fmt.Errorf("evset: %d values for %d planes × %d EVs", len(values), cfg.Planes, per)
+	}
+	s := &Set{
+		cfg:    cfg,
+		evs:    make([]entry, len(values)),
+		planes: make([]plane, cfg.Planes),
+	}
+	seen := make(map[uint32]bool, len(values))
+	for p := range s.planes {
+		s.planes[p] = plane{
+			active: make([]Slot, 0, per),
+			backup: make([]Slot, 0, per),
+			up:     true,
+		}
+	}
+	for i, v := range values {
+		if seen[v] {
+			return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
+		}
+		seen[v] = true
+		slot := Slot(i)
+		p := i / per
+		s.evs[i] = entry{value: v, plane: uint8(p), pos: -1}
+		if i%per < cfg.ActivePerPlane {
+			s.activate(slot)
+		} else {
+			s.planes[p].backup = append(s.planes[p].backup, slot)
+		}
+	}
+	return s, nil
+}
+
+// Config returns the set's configuration with defaults applied.
+func (s *Set) Config() Config { return s.cfg }
+
+// Len returns the number of EVs in the set.
+func (s *Set) Len() int { return len(s.evs) }
+
+// Value returns the EV value in slot.
+func (s *Set) Value(slot Slot) uint32 { return s.evs[slot].value }
+
+// Plane returns the plane of the EV in slot.
+func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
+
+// State returns the state of the EV in slot at time now.
+func (s *Set) State(slot Slot, now mtime.Time) State {
+	e := &s.evs[slot]
+	if e.state == Skip && now >= e.skipUntil {
+		return Good
+	}
+	return e.state
+}
+
+// Active reports whether the EV in slot is in its plane's active list.
+func (s *Set) Active(slot Slot) bool { return s.evs[slot].pos >= 0 }
+
+// Counts returns how many EVs are in each state at time now.
+func (s *Set) Counts(now mtime.Time) (counts [4]int) {
+	for i := range s.evs {
+		counts[s.State(Slot(i), now)]++
+	}
+	return counts
+}
+
+// ActiveInPlane returns the number of active EVs in plane p.
+func (s *Set) ActiveInPlane(p int) int { return len(s.planes[p].active) }
+
+func (s *Set) activate(slot Slot) {
+	e := &s.evs[slot]
+	pl := &s.planes[e.plane]
+	e.pos = int16(len(pl.active))
+	pl.active = append(pl.active, slot)
+	s.nActive++
+}
+
+// deactivate removes slot from its plane's active list and promotes a
+// backup in its place. It returns the promoted slot or -1.
+func (s *Set) deactivate(slot Slot) int {
+	e := &s.evs[slot]
+	pl := &s.planes[e.plane]
+	last := pl.active[len(pl.active)-1]
+	pl.active[e.pos] = last
+	s.evs[last].pos = e.pos
+	pl.active = pl.active[:len(pl.active)-1]
+	e.pos = -1
+	s.nActive--
+	if n := len(pl.backup); n > 0 {
+		b := pl.backup[n-1]
+		pl.backup = pl.backup[:n-1]
+		s.activate(b)
+		return int(b)
+	}
+	return -1
+}
+
+// restore puts a recovered EV back into service: active if its plane is
+// short of ActivePerPlane, otherwise a backup.
+func (s *Set) restore(slot Slot) {
+	pl := &s.planes[s.evs[slot].plane]
+	if len(pl.active) < s.cfg.ActivePerPlane {
+		s.activate(slot)
+	} else {
+		pl.backup = append(pl.backup, slot)
+	}
+}
+
+func (s *Set) notify(slot Slot, from, to State, why Reason, repl int) {
+	if s.Notify != nil {
+		e := &s.evs[slot]
+		s.Notify(Transition{Slot: slot, EV: e.value, Plane: int(e.plane), From: from, To: to, Reason: why, Replacement: repl})
+	}
+}
+
+// SetPlaneUp marks plane p usable or not (its local or remote port went up
+// or down). EVs keep their states; a down plane is simply not picked.
+func (s *Set) SetPlaneUp(p int, up bool) { s.planes[p].up = up }
+
+// PlaneUp reports whether plane p is usable.
+func (s *Set) PlaneUp(p int) bool { return s.planes[p].up }
+
+// Pick chooses the EV for the next packet (digest §3.4, "pseudo-random
+// selection"): planes are taken round-robin among those in mask (bit p =
+// plane p may send now) that are up and have active EVs; within the plane
+// the EV is drawn uniformly from the active list, avoiding EVs in Skip.
+// When every candidate rests in Skip, a Skip EV is used rather than
+// stalling. ok is false when no plane in mask can send.
+func (s *Set) Pick(now mtime.Time, mask uint32, r *rand.Rand) (slot Slot, ok bool) {
+	n := len(s.planes)
+	var fallback Slot
+	haveFallback := false
+	for i := range n {
+		p := (s.rr + i) % n
+		pl := &s.planes[p]
+		if mask&(1<<p) == 0 || !pl.up || len(pl.active) == 0 {
+			continue
+		}
+		if slot, ok := s.pickInPlane(pl, now, r); ok {
+			s.rr = (p + 1) % n
+			return slot, true
+		}
+		if !haveFallback {
+			fallback = pl.active[r.IntN(len(pl.active))]
+			haveFallback = true
+			s.rr = (p + 1) % n
+		}
+	}
+	return fallback, haveFallback
+}
+
+// pickInPlane draws a non-resting active EV from pl: a few random draws,
+// then a scan from a random start.
+func (s *Set) pickInPlane(pl *plane, now mtime.Time, r *rand.Rand) (Slot, bool) {
+	n := len(pl.active)
+	for range 3 {
+		slot := pl.active[r.IntN(n)]
+		if s.settle(slot, now) == Good {
+			return slot, true
+		}
+	}
+	start := r.IntN(n)
+	for i := range n {
+		slot := pl.active[(start+i)%n]
+		if s.settle(slot, now) == Good {
+			return slot, true
+		}
+	}
+	return 0, false
+}
+
+// settle ends an expired Skip and returns the EV's state.
+func (s *Set) settle(slot Slot, now mtime.Time) State {
+	e := &s.evs[slot]
+	if e.state == Skip && now >= e.skipUntil {
+		e.state = Good
+		s.notify(slot, Skip, Good, ReasonSkipEnded, -1)
+	}
+	return e.state
+}
+
+// OnSkip rests a Good EV for Config.Skip: the forward path was ECN-marked
+// (SACK M=SKIP_ONCE, why=ReasonECN) or the packet was trimmed mid-fabric
+// (NACK TRIMMED, why=ReasonTrim). A resting EV's rest is extended; other
+// states are unaffected.
+func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
+	e := &s.evs[slot]
+	switch s.settle(slot, now) {
+	case Good:
+		e.state = Skip
+		e.skipUntil = now.Add(s.cfg.Skip)
+		s.notify(slot, Good, Skip, why, -1)
+	case Skip:
+		e.skipUntil = now.Add(s.cfg.Skip)
+	}
+}
+
+// OnBad retires an EV after an untrimmed loss (why=ReasonLoss) or a SACK
+// with M=ALWAYS_SKIP (why=ReasonAlwaysSkip): it leaves service, a backup
+// of its plane takes its place, and probes start after ProbeInterval. It
+// reports whether the EV was retired; it is not when it was already
+// retired or denied, or when retiring it would leave fewer than MinActive
+// EVs in service.
+func (s *Set) OnBad(now mtime.Time, slot Slot, why Reason) bool {
+	e := &s.evs[slot]
+	from := s.settle(slot, now)
+	if from != Good && from != Skip {
+		return false
+	}
+	repl := -1
+	if e.pos >= 0 {
+		if s.nActive <= s.cfg.MinActive && len(s.planes[e.plane].backup) == 0 {
+			return false
+		}
+		repl = s.deactivate(slot)
+	} else {
+		s.removeBackup(slot)
+	}
+	e.state = AssumedBad
+	s.retired = append(s.retired, probe{slot: slot, every: s.cfg.ProbeInterval, at: now.Add(s.cfg.ProbeInterval)})
+	s.notify(slot, from, AssumedBad, why, repl)
+	return true
+}
+
+func (s *Set) removeBackup(slot Slot) {
+	pl := &s.planes[s.evs[slot].plane]
+	for i, b := range pl.backup {
+		if b == slot {
+			pl.backup = append(pl.backup[:i], pl.backup[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *Set) removeRetired(slot Slot) {
+	if i := s.retiredIndex(slot); i >= 0 {
+		s.retired = append(s.retired[:i], s.retired[i+1:]...)
+	}
+}
+
+func (s *Set) retiredIndex(slot Slot) int {
+	for i := range s.retired {
+		if s.retired[i].slot == slot {
+			return i
+		}
+	}
+	return -1
+}
+
+// NextProbe returns a retired EV whose probe is due at now and marks it as
+// awaiting a response until now+ProbeTimeout. The caller sends a
+// reliability probe on it. ok is false when no probe is due on a plane in
+// mask.
+func (s *Set) NextProbe(now mtime.Time, mask uint32) (slot Slot, ok bool) {
+	for i := range s.retired {
+		pr := &s.retired[i]
+		p := s.evs[pr.slot].plane
+		if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
+			pr.awaiting = true
+			pr.by = now.Add(s.cfg.ProbeTimeout)
+			return pr.slot, true
+		}
+	}
+	return 0, false
+}
+
+// OnProbeResponse records a SACK answering a probe on slot (SETH pr=1).
+// After ProbeSuccesses consecutive answers the EV returns to service:
+// Good, or Skip when the last answer was ECN-marked (ecn).
+func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
+	i := s.retiredIndex(slot)
+	if i < 0 || !s.retired[i].awaiting {
+		return
+	}
+	pr := &s.retired[i]
+	pr.awaiting = false
+	pr.ok++
+	pr.every = s.cfg.ProbeInterval
+	if int(pr.ok) < s.cfg.ProbeSuccesses {
+		pr.at = now.Add(pr.every)
+		return
+	}
+	s.retired = append(s.retired[:i], s.retired[i+1:]...)
+	e := &s.evs[slot]
+	to := Good
+	if ecn {
+		to = Skip
+		e.skipUntil = now.Add(s.cfg.Skip)
+	}
+	e.state = to
+	s.restore(slot)
+	s.notify(slot, AssumedBad, to, ReasonProbes, -1)
+}
+
+// ExpireProbes fails every probe whose deadline has passed: the success
+// count restarts and the interval doubles (up to ProbeIntervalMax).
+func (s *Set) ExpireProbes(now mtime.Time) {
+	for i := range s.retired {
+		pr := &s.retired[i]
+		if pr.awaiting && pr.by <= now {
+			pr.awaiting = false
+			pr.ok = 0
+			pr.every = min(2*pr.every, s.cfg.ProbeIntervalMax)
+			pr.at = now.Add(pr.every)
+		}
+	}
+}
+
+// NextDeadline returns when the set next needs attention after now: the
+// earliest probe that falls due or probe deadline. Probes already due at
+// now are not deadlines but work (see ProbeDue); probes on planes that are
+// down still count, so the caller may wake early.
+func (s *Set) NextDeadline(now mtime.Time) mtime.Time {
+	t := mtime.Never
+	for i := range s.retired {
+		pr := &s.retired[i]
+		switch {
+		case pr.awaiting:
+			t = mtime.Min(t, pr.by)
+		case pr.at > now:
+			t = mtime.Min(t, pr.at)
+		}
+	}
+	return t
+}
+
+// ProbeDue reports whether a probe is due at now on a plane in mask.
+func (s *Set) ProbeDue(now mtime.Time, mask uint32) bool {
+	for i := range s.retired {
+		pr := &s.retired[i]
+		p := s.evs[pr.slot].plane
+		if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
+			return true
+		}
+	}
+	return false
+}
+
+// Deny takes an EV out of service for good (controller MODIFY_EV_STATE
+// DENIED). It reports whether the state changed.
+func (s *Set) Deny(now mtime.Time, slot Slot) bool {
+	e := &s.evs[slot]
+	from := s.settle(slot, now)
+	repl := -1
+	switch from {
+	case Denied:
+		return false
+	case AssumedBad:
+		s.removeRetired(slot)
+	default:
+		if e.pos >= 0 {
+			repl = s.deactivate(slot)
+		} else {
+			s.removeBackup(slot)
+		}
+	}
+	e.state = Denied
+	s.notify(slot, from, Denied, ReasonAdmin, repl)
+	return true
+}
+
+// Allow returns a denied EV to service as Good. It reports whether the
+// state changed.
+func (s *Set) Allow(now mtime.Time, slot Slot) bool {
+	e := &s.evs[slot]
+	if e.state != Denied {
+		return false
+	}
+	e.state = Good
+	s.restore(slot)
+	s.notify(slot, Denied, Good, ReasonAdmin, -1)
+	return true
+}
+
+// Usable reports whether any plane in mask could send now.
+func (s *Set) Usable(mask uint32) bool {
+	for p := range s.planes {
+		if mask&(1<<p) != 0 && s.planes[p].up && len(s.planes[p].active) > 0 {
+			return true
+		}
+	}
+	return false
+}

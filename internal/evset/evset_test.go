@@ -1,0 +1,281 @@
+package evset
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc/internal/golden"
+	"github.com/openmrc/mrc/mtime"
+)
+
+// TestTranscript replays testdata/states.txt: the EV state machine of
+// digest §3.4 driven by the signals of §3.5, one line per transition.
+func TestTranscript(t *testing.T) {
+	var s *Set
+	var out []string
+	r := rand.New(rand.NewPCG(1, 1))
+	at := func(c golden.Cmd) mtime.Time { return mtime.Time(c.Duration(t, "t", 0)) }
+	slot := func(c golden.Cmd) Slot {
+		n := c.Int(t, "ev", -1)
+		if n < 0 || n >= s.Len() {
+			t.Fatalf("line %d: bad ev", c.Line)
+		}
+		return Slot(n)
+	}
+	golden.Run(t, "testdata/states.txt", func(t *testing.T, c golden.Cmd) string {
+		out = out[:0]
+		switch c.Verb {
+		case "new":
+			cfg := Config{
+				Planes:         c.Int(t, "planes", 2),
+				ActivePerPlane: c.Int(t, "active", 2),
+				BackupPerPlane: c.Int(t, "backup", 1),
+				MinActive:      c.Int(t, "min", 0),
+				Skip:           10 * time.Microsecond,
+				ProbeInterval:  100 * time.Microsecond,
+				ProbeTimeout:   50 * time.Microsecond,
+			}
+			per := cfg.ActivePerPlane + cfg.BackupPerPlane
+			vals := make([]uint32, cfg.Planes*per)
+			for i := range vals {
+				vals[i] = uint32(0x100*(i/per) + i%per)
+			}
+			var err error
+			if s, err = New(cfg, vals); err != nil {
+				return "error: " + err.Error()
+			}
+			s.Notify = func(tr Transition) {
+				line := fmt.Sprintf("ev %d (%#x, plane %d): %s -> %s (%s)", tr.Slot, tr.EV, tr.Plane, tr.From, tr.To, tr.Reason)
+				if tr.Replacement >= 0 {
+					line += fmt.Sprintf(", ev %d activated", tr.Replacement)
+				}
+				out = append(out, line)
+			}
+		case "ecn":
+			s.OnSkip(at(c), slot(c), ReasonECN)
+		case "trim":
+			s.OnSkip(at(c), slot(c), ReasonTrim)
+		case "loss", "always-skip":
+			why := ReasonLoss
+			if c.Verb == "always-skip" {
+				why = ReasonAlwaysSkip
+			}
+			if !s.OnBad(at(c), slot(c), why) {
+				out = append(out, "not retired")
+			}
+		case "probe":
+			mask := uint32(c.Int(t, "mask", 0xff))
+			for {
+				p, ok := s.NextProbe(at(c), mask)
+				if !ok {
+					break
+				}
+				out = append(out, fmt.Sprintf("probe ev %d", p))
+			}
+		case "probe-ok":
+			s.OnProbeResponse(at(c), slot(c), c.Has("ecn"))
+		case "expire":
+			s.ExpireProbes(at(c))
+		case "deny":
+			s.Deny(at(c), slot(c))
+		case "allow":
+			s.Allow(at(c), slot(c))
+		case "plane":
+			s.SetPlaneUp(c.Int(t, "p", 0), c.Str("up", "true") == "true")
+		case "pick":
+			// Count how often each EV is picked in n draws.
+			n := c.Int(t, "n", 100)
+			mask := uint32(c.Int(t, "mask", 0xff))
+			counts := map[Slot]int{}
+			for range n {
+				sl, ok := s.Pick(at(c), mask, r)
+				if !ok {
+					return "no EV"
+				}
+				counts[sl]++
+			}
+			var parts []string
+			for i := range s.Len() {
+				if counts[Slot(i)] > 0 {
+					parts = append(parts, fmt.Sprintf("ev%d", i))
+				}
+			}
+			out = append(out, "picked "+strings.Join(parts, " "))
+		case "deadline":
+			out = append(out, "next deadline "+s.NextDeadline(at(c)).String())
+		case "show":
+			now := at(c)
+			for p := range s.planes {
+				var act, bak []string
+				for _, sl := range s.planes[p].active {
+					act = append(act, fmt.Sprintf("%d:%s", sl, s.State(sl, now)))
+				}
+				for _, sl := range s.planes[p].backup {
+					bak = append(bak, fmt.Sprintf("%d", sl))
+				}
+				out = append(out, fmt.Sprintf("plane %d up=%v active=[%s] backup=[%s]", p, s.planes[p].up, strings.Join(act, " "), strings.Join(bak, " ")))
+			}
+			var bad []string
+			for _, pr := range s.retired {
+				bad = append(bad, fmt.Sprintf("%d", pr.slot))
+			}
+			out = append(out, "retired=["+strings.Join(bad, " ")+"]")
+		default:
+			t.Fatalf("line %d: unknown verb %q", c.Line, c.Verb)
+		}
+		return strings.Join(out, "\n")
+	})
+}
+
+// TestPickSpreadsEvenly checks the spray: with every EV good, each plane gets
+// its round-robin share and each active EV a fair share of its plane.
+func TestPickSpreadsEvenly(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		planes, active := 1+r.IntN(8), 1+r.IntN(32)
+		vals := make([]uint32, planes*active*2)
+		for i := range vals {
+			vals[i] = uint32(i)
+		}
+		s, err := New(Config{Planes: planes, ActivePerPlane: active, BackupPerPlane: active}, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 2000 * planes * active
+		counts := make([]int, s.Len())
+		perPlane := make([]int, planes)
+		for range n {
+			sl, ok := s.Pick(0, ^uint32(0), r)
+			if !ok {
+				t.Fatal("no EV")
+			}
+			if !s.Active(sl) {
+				t.Fatalf("picked inactive EV %d", sl)
+			}
+			counts[sl]++
+			perPlane[s.Plane(sl)]++
+		}
+		for p, c := range perPlane {
+			if c != n/planes {
+				t.Fatalf("seed %d: plane %d got %d of %d picks, want exactly %d (round robin)", seed, p, c, n, n/planes)
+			}
+		}
+		for sl, c := range counts {
+			if !s.Active(Slot(sl)) {
+				continue
+			}
+			want := float64(n) / float64(planes*active)
+			if float64(c) < 0.85*want || float64(c) > 1.15*want {
+				t.Fatalf("seed %d: EV %d picked %d times, want about %.0f", seed, sl, c, want)
+			}
+		}
+	}
+}
+
+// TestInvariantsUnderRandomSignals throws random signals at a set and checks
+// its bookkeeping after each: every EV is in exactly one place that matches
+// its state, planes never exceed ActivePerPlane, and the MinActive floor holds.
+func TestInvariantsUnderRandomSignals(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		cfg := Config{Planes: 1 + r.IntN(4), ActivePerPlane: 1 + r.IntN(6), BackupPerPlane: r.IntN(4)}
+		cfg = cfg.WithDefaults()
+		vals := make([]uint32, cfg.Planes*(cfg.ActivePerPlane+cfg.BackupPerPlane))
+		for i := range vals {
+			vals[i] = uint32(i) * 7
+		}
+		s, err := New(cfg, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := mtime.Time(0)
+		for step := range 2000 {
+			now = now.Add(time.Duration(r.IntN(30)) * time.Microsecond)
+			sl := Slot(r.IntN(s.Len()))
+			switch r.IntN(9) {
+			case 0:
+				s.OnSkip(now, sl, ReasonECN)
+			case 1, 2:
+				s.OnBad(now, sl, ReasonLoss)
+			case 3:
+				for {
+					if _, ok := s.NextProbe(now, ^uint32(0)); !ok {
+						break
+					}
+				}
+			case 4, 5:
+				s.OnProbeResponse(now, sl, r.IntN(4) == 0)
+			case 6:
+				s.ExpireProbes(now)
+			case 7:
+				if r.IntN(5) == 0 {
+					s.Deny(now, sl)
+				} else {
+					s.Allow(now, sl)
+				}
+			case 8:
+				if _, ok := s.Pick(now, ^uint32(0), r); !ok && s.Usable(^uint32(0)) {
+					t.Fatalf("seed %d step %d: Pick failed while usable", seed, step)
+				}
+			}
+			checkInvariants(t, s, now, seed, step)
+		}
+	}
+}
+
+func checkInvariants(t *testing.T, s *Set, now mtime.Time, seed uint64, step int) {
+	t.Helper()
+	where := make([]string, s.Len())
+	put := func(sl Slot, place string) {
+		if where[sl] != "" {
+			t.Fatalf("seed %d step %d: EV %d both %s and %s", seed, step, sl, where[sl], place)
+		}
+		where[sl] = place
+	}
+	nActive := 0
+	for p := range s.planes {
+		if len(s.planes[p].active) > s.cfg.ActivePerPlane {
+			t.Fatalf("seed %d step %d: plane %d has %d active", seed, step, p, len(s.planes[p].active))
+		}
+		for i, sl := range s.planes[p].active {
+			put(sl, "active")
+			if int(s.evs[sl].pos) != i || s.Plane(sl) != p {
+				t.Fatalf("seed %d step %d: EV %d position broken", seed, step, sl)
+			}
+			nActive++
+		}
+		for _, sl := range s.planes[p].backup {
+			put(sl, "backup")
+		}
+	}
+	for _, pr := range s.retired {
+		put(pr.slot, "retired")
+	}
+	if nActive != s.nActive {
+		t.Fatalf("seed %d step %d: nActive %d, counted %d", seed, step, s.nActive, nActive)
+	}
+	for i := range s.evs {
+		st := s.State(Slot(i), now)
+		switch where[i] {
+		case "active":
+			if st != Good && st != Skip {
+				t.Fatalf("seed %d step %d: active EV %d is %s", seed, step, i, st)
+			}
+		case "backup":
+			if st != Good && st != Skip {
+				t.Fatalf("seed %d step %d: backup EV %d is %s", seed, step, i, st)
+			}
+		case "retired":
+			if st != AssumedBad {
+				t.Fatalf("seed %d step %d: retired EV %d is %s", seed, step, i, st)
+			}
+		case "":
+			if st != Denied {
+				t.Fatalf("seed %d step %d: EV %d is nowhere but %s", seed, step, i, st)
+			}
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package mrc
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/openmrc/mrc/cc"
+	"github.com/openmrc/mrc/mtime"
+)
+
+// Encap says how an endpoint addresses its packets (docs/wire.md).
+type Encap uint8
+
+const (
+	// EncapPlain sends IPv6 straight to the peer port's address. The EV
+	// rides in the flow label and UDP source port, so an ECMP fabric
+	// hashes it onto a path (the API's UDP/ECMP EV format).
+	EncapPlain Encap = iota
+	// EncapUSID puts the EV's uSID path (RFC 9800) in the IPv6
+	// destination; the peer port's address is the final destination, over
+	// which the UDP checksum and ICRC are computed.
+	EncapUSID
+	// EncapSRv6 wraps the packet to the peer in an outer IPv6 header
+	// whose destination is the EV's uSID path; the peer decapsulates. This
+	// is MRC's deployed SRv6 mode (digest §3.2, §3.12).
+	EncapSRv6
+)
+
+func (e Encap) String() string {
+	switch e {
+	case EncapPlain:
+		return "plain"
+	case EncapUSID:
+		return "usid"
+	case EncapSRv6:
+		return "srv6"
+	}
+	return fmt.Sprintf("Encap(%d)", uint8(e))
+}
+
+// DSCP holds the codepoints of MRC's traffic classes (digest §3.2). The
+// numeric values are operator choices; the defaults are ours
+// (docs/spec-gaps.md).
+type DSCP struct {
+	Data           uint8 // DSCP_TRIMMABLE: first transmissions (default 10)
+	DataRetx       uint8 // DSCP_TRIMMABLE_RETX: retransmissions (default 12)
+	Control        uint8 // DSCP_CONTROL: SACK, NACK, endpoint ops (default 46)
+	Trimmed        uint8 // DSCP_TRIMMED: set by a switch that trimmed (default 48)
+	TrimmedLastHop uint8 // DSCP_TRIMMED_LASTHOP: trimmed at the last hop (default 49)
+}
+
+// DefaultDSCP is the DSCP set used when Config.DSCP is zero.
+var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49}
+
+// Config configures an Endpoint: one MRC NIC with one port per plane.
+// Zero fields take the defaults named in their comments.
+type Config struct {
+	// Ports holds the IPv6 address of each NIC port; port i is plane i.
+	// At least one, at most MaxPlanes.
+	Ports []netip.Addr
+	// MTU is the payload carried by one data packet (default 4096).
+	MTU int
+	// Seed seeds every random choice the endpoint makes.
+	Seed uint64
+	// Encap selects how packets are addressed (default EncapPlain).
+	Encap Encap
+	// DSCP sets the traffic-class codepoints (default DefaultDSCP).
+	DSCP DSCP
+	// BaseRTT is the unloaded round trip of an MTU packet over the longest
+	// path (NSCC config_base_rtt; default 10 µs).
+	BaseRTT time.Duration
+	// LinkBitsPerSec is the speed of one port (default 100 Gb/s).
+	LinkBitsPerSec int64
+	// LossTimeout is the per-packet timer: a packet neither acknowledged
+	// nor NACKed this long after it was sent is lost, and its EV retired
+	// (default 4 × BaseRTT; the smoothed RTT + 4 × its deviation when that
+	// is larger).
+	LossTimeout time.Duration
+	// SackEvery is the SACK coalescing threshold, sack_gen_threshold
+	// (default 4 packets).
+	SackEvery int
+	// SackDelay bounds how long a received packet waits to be
+	// acknowledged (default BaseRTT/4).
+	SackDelay time.Duration
+	// Timestamps adds a TSETH to every data packet and takes RTT samples
+	// from the timestamps the responder reflects (default off: the
+	// requester keeps send times itself).
+	Timestamps bool
+	// SkipICRC turns off ICRC verification of received packets (for
+	// simulations, where the NIC's CRC engine is not modelled).
+	SkipICRC bool
+	// MaxQPs bounds the number of QPs (default 4096).
+	MaxQPs int
+}
+
+// MaxPlanes is the largest number of ports (planes) an endpoint may have;
+// the plane number takes 4 bits of the EV (see EVPlane).
+const MaxPlanes = 16
+
+func (c Config) withDefaults() Config {
+	if c.MTU == 0 {
+		c.MTU = 4096
+	}
+	if c.DSCP == (DSCP{}) {
+		c.DSCP = DefaultDSCP
+	}
+	if c.BaseRTT == 0 {
+		c.BaseRTT = 10 * time.Microsecond
+	}
+	if c.LinkBitsPerSec == 0 {
+		c.LinkBitsPerSec = 100e9
+	}
+	if c.LossTimeout == 0 {
+		c.LossTimeout = 4 * c.BaseRTT
+	}
+	if c.SackEvery == 0 {
+		c.SackEvery = 4
+	}
+	if c.SackDelay == 0 {
+		c.SackDelay = c.BaseRTT / 4
+	}
+	if c.MaxQPs == 0 {
+		c.MaxQPs = 4096
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case len(c.Ports) == 0 || len(c.Ports) > MaxPlanes:
+		return fmt.Errorf("%w: %d ports, want 1..%d", ErrInvalidAttr, len(c.Ports), MaxPlanes)
+	case c.MTU < 256 || c.MTU > 9000:
+		return fmt.Errorf("%w: MTU %d, want 256..9000", ErrInvalidAttr, c.MTU)
+	case c.Encap > EncapSRv6:
+		return fmt.Errorf("%w: encapsulation %v", ErrInvalidAttr, c.Encap)
+	case c.BaseRTT <= 0 || c.LossTimeout <= 0 || c.SackDelay <= 0:
+		return fmt.Errorf("%w: base RTT, loss timeout and SACK delay must be positive", ErrInvalidAttr)
+	case c.LinkBitsPerSec <= 0:
+		return fmt.Errorf("%w: link speed %d b/s", ErrInvalidAttr, c.LinkBitsPerSec)
+	case c.SackEvery < 1 || c.SackEvery > 64:
+		return fmt.Errorf("%w: SACK threshold %d, want 1..64", ErrInvalidAttr, c.SackEvery)
+	case c.MaxQPs < 1 || c.MaxQPs > 1<<20:
+		return fmt.Errorf("%w: max QPs %d", ErrInvalidAttr, c.MaxQPs)
+	}
+	for i, a := range c.Ports {
+		if !a.Is6() || a.Is4In6() {
+			return fmt.Errorf("%w: port %d address %v is not IPv6", ErrInvalidAttr, i, a)
+		}
+	}
+	return nil
+}
+
+// EVProfile is the EV part of a QP's setup (MRC_QP_EV_PROFILE_ID, digest
+// §3.4). Zero fields take the defaults in their comments.
+type EVProfile struct {
+	// ActivePerPlane is the number of EVs sprayed over per plane
+	// (default 16, i.e. 128 on 8 planes).
+	ActivePerPlane int
+	// BackupPerPlane is the number of spare EVs per plane that replace
+	// retired ones (default ActivePerPlane; negative: none).
+	BackupPerPlane int
+	// PathsPerPlane is the number of distinct paths a plane offers (the
+	// T1 switches of a two-tier plane). EVs draw distinct path indices
+	// while there are enough; 0 means 4096.
+	PathsPerPlane int
+	// MinActive is the floor on EVs in service (ev_min_active; default a
+	// quarter of all active EVs).
+	MinActive int
+	// Skip is how long an EV rests after ECN or a trim (default BaseRTT).
+	Skip time.Duration
+	// ProbeInterval is the wait before probing a retired EV, doubling on
+	// failure up to ProbeIntervalMax (defaults 100 µs and 10 ms).
+	ProbeInterval    time.Duration
+	ProbeIntervalMax time.Duration
+	// ProbeSuccesses is how many consecutive probes must succeed before a
+	// retired EV returns (default 3).
+	ProbeSuccesses int
+	// Oblivious disables the EV states: packets are sprayed over the
+	// active EVs whatever the feedback (the UEC-like oblivious-spraying
+	// baseline). Trims, losses and ECN still drive congestion control.
+	Oblivious bool
+}
+
+// InitAttr are the attributes of the RESET→INIT transition.
+type InitAttr struct {
+	EVs EVProfile
+	// NewCC builds the QP's congestion controller (MRC_QP_CC_PROFILE_ID).
+	// Nil means UET NSCC with defaults derived from the endpoint's
+	// BaseRTT, link speed and MTU.
+	NewCC func(now mtime.Time) cc.Controller
+}
+
+// PathFunc returns the uSID container (RFC 9800) that routes EV ev of
+// plane to the peer: the node-specific SRv6 template of digest §3.12
+// specialised with the EV's bits. Needed with EncapUSID and EncapSRv6.
+type PathFunc func(plane int, ev uint32) [16]byte
+
+// RTRAttr are the attributes of the INIT→RTR transition: who the peer is
+// and what this QP accepts as a responder.
+type RTRAttr struct {
+	// RemoteQPN is the peer QP's number.
+	RemoteQPN uint32
+	// Remote holds the peer's port addresses, one per plane, in the same
+	// plane order as Config.Ports.
+	Remote []netip.Addr
+	// Paths maps EVs to SRv6 paths (EncapUSID, EncapSRv6).
+	Paths PathFunc
+	// RecvPSN is the first PSN expected from the peer.
+	RecvPSN uint32
+	// MPRDest is this responder's PSN tracking window in units of 128
+	// PSNs (MRC_QP_MPR_DEST; default 8, i.e. 1024 PSNs; 1..255).
+	MPRDest int
+	// MaxWimmDest is how many WRITE_IMMs may be outstanding towards this
+	// responder (MRC_QP_MAX_WIMM_DEST; default 128).
+	MaxWimmDest int
+}
+
+// RTSAttr are the attributes of the RTR→RTS transition: how this QP sends.
+type RTSAttr struct {
+	// SendPSN is the first PSN this QP sends.
+	SendPSN uint32
+	// MPR is the peer's tracking window in units of 128 PSNs: this QP
+	// never has more PSNs outstanding (MRC_QP_MPR; default 8; 1..255).
+	MPR int
+	// MaxWimm bounds the WRITE_IMMs in flight (MRC_QP_MAX_WIMM; default 128).
+	MaxWimm int
+	// Timeout is the local ACK timeout exponent: 1.024 µs × 2^Timeout
+	// without progress counts one retry (MRC_QP_TIMEOUT; default 8,
+	// 262 µs; 1..24).
+	Timeout int
+	// RetryLinear is the number of retries at the fixed timeout (1..7,
+	// default 7); RetryExp the number after it with the timeout doubling
+	// each time (1..25, default 7; RetryForever means never give up).
+	// Negative means none. When both run out without progress the QP
+	// moves to ERROR with ErrNoPath.
+	RetryLinear int
+	RetryExp    int
+	// SQDepth bounds the posted, uncompleted WRITEs (default 1024).
+	SQDepth int
+}
+
+// RetryForever is the RetryExp value that never gives up.
+const RetryForever = 25

@@ -1,0 +1,339 @@
+package mrc_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
+)
+
+// capture runs a small transfer and returns the data packets A sent, for
+// tests that replay and forge them.
+func capture(t testing.TB) (*transfer, [][]byte) {
+	x := newTransfer(t, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
+	var pkts [][]byte
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+		if from == testnet.A && tx.Kind == mrc.KindData {
+			pkts = append(pkts, append([]byte(nil), pkt...))
+		}
+	}
+	x.postAll(2)
+	if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+		t.Fatal("transfer unfinished")
+	}
+	x.check()
+	return x, pkts
+}
+
+// TestHostilePackets forges packets from a captured one and checks that
+// each is dropped for the right reason without touching memory.
+func TestHostilePackets(t *testing.T) {
+	x, pkts := capture(t)
+	epB := x.net.Endpoint(testnet.B)
+	orig := pkts[0]
+	// forge decodes the original, gives it a PSN not yet received, lets
+	// edit change it, and re-encodes it with valid checksums, so that only
+	// the edited field is wrong.
+	forge := func(edit func(p *wire.Packet)) []byte {
+		var p wire.Packet
+		if err := p.Decode(orig); err != nil {
+			t.Fatal(err)
+		}
+		payload := append([]byte(nil), p.Payload...)
+		p.BTH.PSN += uint32(len(pkts))
+		edit(&p)
+		return wire.AppendPacket(nil, &p, payload)
+	}
+	// badICRC corrupts a payload byte and fixes the UDP checksum, so that
+	// only the ICRC can tell.
+	badICRC := func() []byte {
+		b := flip(orig, len(orig)-100)
+		udp := b[wire.IPv6Len:]
+		udp[6], udp[7] = 0, 0
+		var ip wire.IPv6
+		ip.Decode(b)
+		c := wire.UDPChecksum(ip.Src, ip.Dst, udp)
+		udp[6], udp[7] = byte(c>>8), byte(c)
+		return b
+	}
+	mr := x.dstMR
+	cases := []struct {
+		name string
+		pkt  []byte
+		want mrc.DropReason
+	}{
+		{"truncated", orig[:30], mrc.DropMalformed},
+		{"garbage", []byte("definitely not an MRC packet, but long enough to parse a header"), mrc.DropMalformed},
+		{"bit flip", flip(orig, len(orig)-100), mrc.DropBadChecksum},
+		{"bad ICRC", badICRC(), mrc.DropBadICRC},
+		{"checksum", flip(orig, wire.IPv6Len+6), mrc.DropBadChecksum},
+		{"wrong QPN", forge(func(p *wire.Packet) { p.BTH.DestQP = 0x7777 }), mrc.DropUnknownQP},
+		{"wrong source", forge(func(p *wire.Packet) { p.IP.Src[15] ^= 0x40 }), mrc.DropBadSource},
+		{"PSN beyond window", forge(func(p *wire.Packet) { p.BTH.PSN = (p.BTH.PSN + 1<<20) & wire.PSNMask }), mrc.DropOutOfWindow},
+		{"bad R_Key", forge(func(p *wire.Packet) { p.RETH.RKey ^= 0x10 }), mrc.DropBadRKey},
+		{"stale key tag", forge(func(p *wire.Packet) { p.RETH.RKey ^= 0x01 }), mrc.DropBadRKey},
+		{"VA below region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr - 1 }), mrc.DropBounds},
+		{"VA past region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr + mr.Len - 100 }), mrc.DropBounds},
+		{"VA wraps", forge(func(p *wire.Packet) { p.RETH.VA = ^uint64(0) - 10 }), mrc.DropBounds},
+		{"wrong port", forge(func(p *wire.Packet) { p.UDP.DstPort = 4792 }), mrc.DropNotMRC},
+		{"unknown opcode", forge(func(p *wire.Packet) { p.BTH.Opcode = 0x04 }), mrc.DropMalformed},
+	}
+	before := append([]byte(nil), x.dst...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s0 := epB.Stats()
+			epB.HandleDatagram(x.net.Now(), 0, c.pkt, len(c.pkt))
+			s1 := epB.Stats()
+			if got := s1.Drops[c.want] - s0.Drops[c.want]; got != 1 {
+				t.Fatalf("drops[%v] rose by %d, want 1 (all drops %v -> %v)", c.want, got, s0.Drops, s1.Drops)
+			}
+			if s1.Dropped()-s0.Dropped() != 1 {
+				t.Fatalf("more than one drop counted: %v -> %v", s0.Drops, s1.Drops)
+			}
+			if s1.DataReceived != s0.DataReceived {
+				t.Fatal("a hostile packet was accepted")
+			}
+		})
+	}
+	if string(before) != string(x.dst) {
+		t.Fatal("hostile packets changed memory")
+	}
+	// A replayed genuine packet is a duplicate, not a new arrival.
+	s0 := epB.Stats()
+	epB.HandleDatagram(x.net.Now(), 0, orig, len(orig))
+	if s1 := epB.Stats(); s1.Duplicates != s0.Duplicates+1 || s1.DataReceived != s0.DataReceived {
+		t.Fatalf("replay: duplicates %d -> %d", s0.Duplicates, s1.Duplicates)
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte(nil), b...)
+	c[i] ^= 0x20
+	return c
+}
+
+// FuzzHandleDatagram feeds arbitrary bytes, and mutations of genuine
+// packets, to an endpoint whose QP is in RTS. It must never panic, never
+// write outside its memory region, and count every packet it rejects.
+func FuzzHandleDatagram(f *testing.F) {
+	_, pkts := capture(f)
+	for _, p := range pkts {
+		f.Add(p, uint8(0))
+	}
+	f.Add([]byte{0x60}, uint8(1))
+	// One endpoint pair serves every input, so state left by one input
+	// meets the next: more hostile, and cheap enough to fuzz fast.
+	x := newTransfer(f, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
+	epB := x.net.Endpoint(testnet.B)
+	buf := make([]byte, mrc.MaxHeaderLen+1024+16)
+	f.Fuzz(func(t *testing.T, pkt []byte, port uint8) {
+		s0 := epB.Stats()
+		epB.HandleDatagram(0, int(port%3), pkt, len(pkt))
+		s1 := epB.Stats()
+		if s1.Dropped() == s0.Dropped() && s1.DataReceived == s0.DataReceived &&
+			s1.Duplicates == s0.Duplicates && s1.TrimmedReceived == s0.TrimmedReceived &&
+			s1.SACKsReceived == s0.SACKsReceived && s1.NACKsReceived == s0.NACKsReceived {
+			// Probes and endpoint operations are answered, not counted.
+			var p wire.Packet
+			if err := p.Decode(pkt); err != nil || (p.BTH.Opcode != wire.OpProbe && p.BTH.DestQP != wire.QPNEndpoint) {
+				t.Fatalf("packet neither accepted nor counted as a drop: % x", pkt)
+			}
+		}
+		for i := range guard {
+			if x.dst[i] != 0xA5 || x.dst[len(x.dst)-1-i] != 0xA5 {
+				t.Fatal("write outside the memory region")
+			}
+		}
+		// The endpoint must still be able to send what it owes.
+		for range 64 {
+			if _, ok := epB.PollTransmit(0, mrc.AllPorts, buf); !ok {
+				break
+			}
+		}
+	})
+}
+
+// TestVerbErrors checks that every invalid verb returns a clear error.
+func TestVerbErrors(t *testing.T) {
+	ep, err := mrc.NewEndpoint(mrc.Config{Ports: []netip.Addr{netip.MustParseAddr("fd00::1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := ep.CreateQP()
+	mr, _ := ep.RegisterMemory(make([]byte, 4096))
+	remote := mrc.MR{Key: 7, Addr: 1 << 32, Len: 4096}
+	wr := mrc.WriteRequest{Local: mr, Remote: remote, Length: 100}
+	if err := q.PostWrite(0, wr); !errors.Is(err, mrc.ErrQPState) {
+		t.Fatalf("PostWrite in RESET: %v", err)
+	}
+	if err := q.ReadyToSend(0, mrc.RTSAttr{}); !errors.Is(err, mrc.ErrQPState) {
+		t.Fatalf("RESET -> RTS: %v", err)
+	}
+	if err := q.Init(0, mrc.InitAttr{EVs: mrc.EVProfile{PathsPerPlane: 5000}}); !errors.Is(err, mrc.ErrInvalidAttr) {
+		t.Fatalf("5000 paths per plane: %v", err)
+	}
+	if err := q.Init(0, mrc.InitAttr{}); err != nil {
+		t.Fatal(err)
+	}
+	peer := []netip.Addr{netip.MustParseAddr("fd00::2")}
+	for _, a := range []mrc.RTRAttr{
+		{RemoteQPN: 0x300, Remote: nil},
+		{RemoteQPN: 2, Remote: peer},
+		{RemoteQPN: 0x300, Remote: peer, MPRDest: 256},
+		{RemoteQPN: 0x300, Remote: []netip.Addr{netip.MustParseAddr("10.0.0.1")}},
+	} {
+		if err := q.ReadyToReceive(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+			t.Fatalf("RTR %+v: %v", a, err)
+		}
+	}
+	if err := q.ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: 0x300, Remote: peer}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.ReadyToSend(0, mrc.RTSAttr{Timeout: 30}); !errors.Is(err, mrc.ErrInvalidAttr) {
+		t.Fatalf("timeout 30: %v", err)
+	}
+	if err := q.ReadyToSend(0, mrc.RTSAttr{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		wr   mrc.WriteRequest
+		want error
+	}{
+		"unknown local key":  {mrc.WriteRequest{Local: mrc.MR{Key: 99}, Remote: remote, Length: 1}, mrc.ErrBadMR},
+		"local past the end": {mrc.WriteRequest{Local: mr, LocalOffset: 4000, Remote: remote, Length: 200}, mrc.ErrLocalBounds},
+		"remote past end":    {mrc.WriteRequest{Local: mr, Remote: remote, RemoteOffset: 4095, Length: 2}, mrc.ErrRemoteBounds},
+		"remote offset wrap": {mrc.WriteRequest{Local: mr, Remote: remote, RemoteOffset: ^uint64(0), Length: 2}, mrc.ErrRemoteBounds},
+		"too long":           {mrc.WriteRequest{Local: mr, Remote: remote, Length: 1 << 31}, mrc.ErrInvalidAttr},
+	} {
+		if err := q.PostWrite(0, c.wr); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", name, err, c.want)
+		}
+	}
+	if err := q.PostWrite(0, wr); err != nil {
+		t.Fatalf("valid WRITE: %v", err)
+	}
+	q.SetError(0)
+	if err := q.PostWrite(0, wr); !errors.Is(err, mrc.ErrQPState) {
+		t.Fatalf("PostWrite in ERROR: %v", err)
+	}
+	var flushed bool
+	for ev, ok := ep.PollEvent(); ok; ev, ok = ep.PollEvent() {
+		flushed = flushed || ev.Kind == mrc.EventWriteDone && errors.Is(ev.Err, mrc.ErrFlushed)
+	}
+	if !flushed {
+		t.Fatal("the posted WRITE was not flushed when the QP entered ERROR")
+	}
+	if _, err := mrc.NewEndpoint(mrc.Config{}); !errors.Is(err, mrc.ErrInvalidAttr) {
+		t.Fatalf("no ports: %v", err)
+	}
+}
+
+// TestAllPathsDead cuts every path mid-transfer: the QP must give up with
+// ErrNoPath once its retry budget runs out, and not before the budget's
+// duration; retransmissions stay bounded meanwhile.
+func TestAllPathsDead(t *testing.T) {
+	const paths = 8
+	x := newTransfer(t, testnet.Config{Seed: 5, Planes: 2}, mrc.EVProfile{PathsPerPlane: paths, ActivePerPlane: 4},
+		mrc.RTSAttr{Timeout: 6, RetryLinear: 2, RetryExp: 3}, 4<<20)
+	x.postAll(4)
+	x.net.RunUntil(mtime.Time(20*time.Microsecond), func() bool { return false })
+	cut := x.net.Now()
+	for p := range 2 {
+		for i := range paths {
+			x.net.KillPath(testnet.Path{Plane: p, Index: i})
+		}
+	}
+	x.net.RunUntil(mtime.Time(10*time.Second), func() bool { return len(x.errs) > 0 })
+	if len(x.errs) == 0 || !errors.Is(x.qa.Err(), mrc.ErrNoPath) {
+		t.Fatalf("QP state %v err %v after every path died", x.qa.State(), x.qa.Err())
+	}
+	// Timeout 6 is 65.5 µs: 2 linear retries, then 3 doubling ones
+	// (2×, 4×, 8×) before the 6th expiry gives up: ≥ 2+2+4+8+16 = 32 units.
+	took := x.net.Now().Sub(cut)
+	if min := 32 * 65536 * time.Nanosecond; took < min {
+		t.Fatalf("gave up after %v, before the retry budget of %v", took, min)
+	}
+	if s := x.qa.Stats(); s.Retransmits > 2000 {
+		t.Fatalf("%d retransmissions while every path was dead", s.Retransmits)
+	}
+}
+
+// TestPortDownRemaps takes one of A's ports down mid-transfer: the transfer
+// must finish byte-exact, B must learn A's port status, and nothing may be
+// sent on the dead port afterwards.
+func TestPortDownRemaps(t *testing.T) {
+	x := newTransfer(t, testnet.Config{Seed: 9, Planes: 4}, mrc.EVProfile{}, mrc.RTSAttr{}, 8<<20)
+	var sentOnDead, peerEvents int
+	down := false
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, _ []byte) {
+		if down && tx.Port == 2 {
+			sentOnDead++
+		}
+	}
+	onEvent := x.net.OnEvent
+	x.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
+		if s == testnet.B && ev.Kind == mrc.EventPeerPorts && ev.PortsUp == 0b1011 {
+			peerEvents++
+		}
+		onEvent(s, ev)
+	}
+	x.postAll(8)
+	x.net.RunUntil(mtime.Time(30*time.Microsecond), func() bool { return false })
+	x.net.SetPortUp(testnet.A, 2, false)
+	down = true
+	if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+		t.Fatal("transfer unfinished")
+	}
+	x.check()
+	if sentOnDead > 0 {
+		t.Fatalf("%d packets sent on the dead port", sentOnDead)
+	}
+	if peerEvents != 1 {
+		t.Fatalf("B saw %d port status events for A's port 2 going down, want 1", peerEvents)
+	}
+	if s := x.qa.Stats(); s.EVRetired > 0 {
+		t.Fatalf("a local port going down retired %d EVs; it should only remap", s.EVRetired)
+	}
+}
+
+// TestRandomPhantom runs a transfer between phantom regions: packets keep
+// their length on the wire, nothing is placed, and completions still come.
+func TestPhantomTransfer(t *testing.T) {
+	n, err := testnet.New(testnet.Config{Seed: 4, Planes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qa, _, err := n.Connect(mrc.EVProfile{}, mrc.RTSAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1 << 30)
+	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1 << 30)
+	var wire, carried int
+	n.Tap = func(_ mtime.Time, _ testnet.Side, tx mrc.Transmit, _ []byte) { wire += tx.WireLen; carried += tx.Len }
+	done := 0
+	n.OnEvent = func(_ testnet.Side, ev mrc.Event) {
+		if ev.Kind == mrc.EventWriteDone && ev.Err == nil {
+			done++
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for i := range 4 {
+		if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: src, Remote: dst, RemoteOffset: uint64(r.IntN(1 << 20)), Length: 16 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Kick(testnet.A)
+	if !n.RunUntil(mtime.Time(time.Second), func() bool { return done == 4 }) {
+		t.Fatal("phantom transfer unfinished")
+	}
+	if wire < 64<<20 || carried > wire/20 {
+		t.Fatalf("wire bytes %d, carried %d: phantom payloads should be on the wire but not in buffers", wire, carried)
+	}
+}

@@ -1,0 +1,119 @@
+package mrc
+
+import (
+	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
+)
+
+type pollResult uint8
+
+const (
+	pollIdle    pollResult = iota // nothing to send until an input arrives
+	pollBlocked                   // something to send, but not on these ports
+	pollSent                      // a packet was written
+)
+
+// poll writes q's next packet for one of the ports in free. Priority:
+// control packets (SACK, NACK), then probes of retired EVs, then
+// retransmissions, then new data.
+func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResult) {
+	if q.state < StateRTR || q.state == StateError {
+		return Transmit{}, pollIdle
+	}
+	mask := uint32(free)
+	if q.rx.ctrl.size > 0 {
+		c := q.rx.ctrl.peek()
+		if slot, ok := q.pickCtrlEV(now, c.port, mask); ok {
+			tx := q.writeCtrl(now, c, slot, buf)
+			q.rx.ctrl.pop()
+			return tx, pollSent
+		}
+	}
+	if slot, ok := q.evs.NextProbe(now, mask); ok {
+		return q.writeProbe(now, slot, buf), pollSent
+	}
+	if q.state == StateRTS {
+		s := &q.tx
+		if s.rtxReady(q) {
+			if slot, ok := q.pickRetransmitEV(now, mask); ok {
+				return s.sendRetransmit(q, now, slot, buf), pollSent
+			}
+		} else if s.newReady(q) {
+			if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
+				return s.sendNew(q, now, slot, buf), pollSent
+			}
+		}
+	}
+	if q.hasWork(now) {
+		return Transmit{}, pollBlocked
+	}
+	return Transmit{}, pollIdle
+}
+
+// hasWork reports whether q has a packet to send on some up port.
+func (q *QP) hasWork(now mtime.Time) bool {
+	if q.state < StateRTR || q.state == StateError {
+		return false
+	}
+	up := uint32(q.ep.up)
+	if q.rx.ctrl.size > 0 || q.evs.ProbeDue(now, up) {
+		return true
+	}
+	if q.state != StateRTS || !q.evs.Usable(up) {
+		return false
+	}
+	return q.tx.rtxReady(q) || q.tx.newReady(q)
+}
+
+// pickCtrlEV chooses the EV for a control packet: the plane the packet it
+// answers arrived on when that port is free, else any free plane (the
+// reverse-path EV choice of digest §3.4).
+func (q *QP) pickCtrlEV(now mtime.Time, plane int, mask uint32) (evset.Slot, bool) {
+	if mask&(1<<plane) != 0 {
+		if slot, ok := q.evs.Pick(now, 1<<plane, q.ep.rng); ok {
+			return slot, true
+		}
+	}
+	return q.evs.Pick(now, mask, q.ep.rng)
+}
+
+// writeProbe encodes a reliability probe on EV slot (digest §3.7).
+func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+	e := q.ep
+	pk := &e.tx
+	q.address(pk, slot, e.cfg.DSCP.Data, wire.ECT0)
+	q.tx.probeID++
+	pk.BTH = wire.BTH{Opcode: wire.OpProbe, DestQP: q.remoteQPN, AckReq: true, PSN: uint32(q.tx.una)}
+	pk.Probe = wire.Probe{ProbeID: q.tx.probeID, TS: wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}}
+	pk.PayloadLen = 0
+	n := len(wire.AppendPacket(buf[:0], pk, nil))
+	q.stats.ProbesSent++
+	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: KindProbe}
+}
+
+// address fills the IP and UDP headers of pk for a packet of q on EV slot.
+func (q *QP) address(pk *wire.Packet, slot evset.Slot, dscp uint8, ecn wire.ECN) {
+	plane := q.evs.Plane(slot)
+	ev := q.evs.Value(slot)
+	q.ep.address(pk, plane, ev, q.remote[plane], q.paths, dscp, ecn)
+}
+
+// address fills the IP and UDP headers of pk for a packet on EV ev of plane
+// to dst, encapsulated as the endpoint is configured.
+func (e *Endpoint) address(pk *wire.Packet, plane int, ev uint32, dst [16]byte, paths PathFunc, dscp uint8, ecn wire.ECN) {
+	sport, flow := wire.SplitEV(wire.EV(ev))
+	tc := dscp<<2 | uint8(ecn)
+	src := e.ports[plane].addr
+	pk.IP = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoUDP, HopLimit: 64, Src: src, Dst: dst}
+	pk.UDP = wire.UDP{SrcPort: sport, DstPort: wire.UDPPortRoCEv2}
+	pk.Encap, pk.HasSRH, pk.FinalDst = false, false, [16]byte{}
+	switch e.cfg.Encap {
+	case EncapUSID:
+		pk.IP.Dst = paths(plane, ev)
+		pk.FinalDst = dst
+	case EncapSRv6:
+		pk.Encap = true
+		pk.Outer = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoIPv6, HopLimit: 64, Src: src, Dst: paths(plane, ev)}
+	}
+}

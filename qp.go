@@ -1,0 +1,483 @@
+package mrc
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/openmrc/mrc/cc"
+	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
+)
+
+// QPState is the state of a QP (digest §3.1, the OCP API's lifecycle).
+type QPState uint8
+
+const (
+	StateReset QPState = iota // created; nothing configured
+	StateInit                 // EV and CC profiles bound
+	StateRTR                  // ready to receive: the peer is known
+	StateRTS                  // ready to send
+	StateError                // failed; posted work is flushed
+)
+
+func (s QPState) String() string {
+	switch s {
+	case StateReset:
+		return "RESET"
+	case StateInit:
+		return "INIT"
+	case StateRTR:
+		return "RTR"
+	case StateRTS:
+		return "RTS"
+	case StateError:
+		return "ERROR"
+	}
+	return fmt.Sprintf("QPState(%d)", uint8(s))
+}
+
+// QP is one MRC connection endpoint: a requester that sprays WRITEs over its
+// EVs and a responder that places the peer's. A QP belongs to one Endpoint
+// and shares its (lack of) concurrency safety.
+type QP struct {
+	ep        *Endpoint
+	qpn       uint32
+	state     QPState
+	err       error
+	destroyed bool
+	stats     Stats
+
+	heapIdx int        // position in the endpoint's timer heap, or -1
+	heapKey mtime.Time // deadline the heap holds for this QP
+	inReady bool       // queued in the endpoint's ready list
+
+	// INIT
+	evp   EVProfile
+	evs   *evset.Set
+	cc    cc.Controller
+	newCC func(now mtime.Time) cc.Controller
+
+	// RTR
+	remoteQPN uint32
+	remote    [][16]byte // peer port addresses by plane
+	paths     PathFunc
+	peer      *peer
+	rx        receiver
+
+	// RTS
+	tx sender
+}
+
+// QPN returns the QP's number.
+func (q *QP) QPN() uint32 { return q.qpn }
+
+// State returns the QP's state.
+func (q *QP) State() QPState { return q.state }
+
+// Err returns why the QP entered ERROR, or nil.
+func (q *QP) Err() error { return q.err }
+
+// Stats returns the QP's counters.
+func (q *QP) Stats() Stats { return q.stats }
+
+// Window returns the congestion window in bytes and the bytes in flight.
+func (q *QP) Window() (cwnd, inflight int) {
+	if q.cc == nil {
+		return 0, 0
+	}
+	return q.cc.Window(), q.tx.inflight
+}
+
+// EVCounts returns how many of the QP's EVs are in each state at now,
+// indexed by EVState.
+func (q *QP) EVCounts(now mtime.Time) [4]int {
+	if q.evs == nil {
+		return [4]int{}
+	}
+	return q.evs.Counts(now)
+}
+
+// Init moves the QP from RESET to INIT, binding its EV and CC profiles.
+func (q *QP) Init(now mtime.Time, a InitAttr) error {
+	if q.state != StateReset || q.destroyed {
+		return fmt.Errorf("%w: Init in %v", ErrQPState, q.state)
+	}
+	e := q.ep
+	p := a.EVs
+	if p.ActivePerPlane == 0 {
+		p.ActivePerPlane = 16
+	}
+	switch {
+	case p.BackupPerPlane == 0:
+		p.BackupPerPlane = p.ActivePerPlane
+	case p.BackupPerPlane < 0:
+		p.BackupPerPlane = 0
+	}
+	if p.PathsPerPlane == 0 {
+		p.PathsPerPlane = maxPaths
+	}
+	if p.Skip == 0 {
+		p.Skip = e.cfg.BaseRTT
+	}
+	if p.PathsPerPlane < 1 || p.PathsPerPlane > maxPaths {
+		return fmt.Errorf("%w: %d paths per plane, want 1..%d", ErrInvalidAttr, p.PathsPerPlane, maxPaths)
+	}
+	planes := len(e.ports)
+	values := make([]uint32, 0, planes*(p.ActivePerPlane+p.BackupPerPlane))
+	for pl := range planes {
+		values = appendEVs(values, e.rng, pl, len(values), p.ActivePerPlane+p.BackupPerPlane, p.PathsPerPlane)
+	}
+	evs, err := evset.New(evset.Config{
+		Planes:           planes,
+		ActivePerPlane:   p.ActivePerPlane,
+		BackupPerPlane:   p.BackupPerPlane,
+		MinActive:        p.MinActive,
+		Skip:             p.Skip,
+		ProbeInterval:    p.ProbeInterval,
+		ProbeIntervalMax: p.ProbeIntervalMax,
+		ProbeTimeout:     e.cfg.LossTimeout,
+		ProbeSuccesses:   p.ProbeSuccesses,
+	}, values)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidAttr, err)
+	}
+	evs.Notify = q.onEVTransition
+	q.evp, q.evs = p, evs
+	q.newCC = a.NewCC
+	if q.newCC == nil {
+		q.newCC = func(now mtime.Time) cc.Controller {
+			return cc.NewNSCC(cc.NSCCConfig{
+				MTU:            e.cfg.MTU,
+				BaseRTT:        e.cfg.BaseRTT,
+				LinkBitsPerSec: e.cfg.LinkBitsPerSec * int64(len(e.ports)),
+			}.WithDefaults(), now)
+		}
+	}
+	q.state = StateInit
+	return nil
+}
+
+// ReadyToReceive moves the QP from INIT to RTR: it learns its peer and
+// starts accepting the peer's WRITEs.
+func (q *QP) ReadyToReceive(now mtime.Time, a RTRAttr) error {
+	if q.state != StateInit {
+		return fmt.Errorf("%w: ReadyToReceive in %v", ErrQPState, q.state)
+	}
+	e := q.ep
+	if a.MPRDest == 0 {
+		a.MPRDest = 8
+	}
+	if a.MaxWimmDest == 0 {
+		a.MaxWimmDest = 128
+	}
+	switch {
+	case len(a.Remote) != len(e.ports):
+		return fmt.Errorf("%w: %d remote addresses for %d ports", ErrInvalidAttr, len(a.Remote), len(e.ports))
+	case a.RemoteQPN > psn.Mask || a.RemoteQPN <= wire.QPNEndpoint:
+		return fmt.Errorf("%w: remote QPN %d", ErrInvalidAttr, a.RemoteQPN)
+	case a.RecvPSN > psn.Mask:
+		return fmt.Errorf("%w: receive PSN %d is not 24-bit", ErrInvalidAttr, a.RecvPSN)
+	case a.MPRDest < 1 || a.MPRDest > 255:
+		return fmt.Errorf("%w: MPR %d, want 1..255", ErrInvalidAttr, a.MPRDest)
+	case a.MaxWimmDest < 1 || a.MaxWimmDest > 1<<15:
+		return fmt.Errorf("%w: max WRITE_IMM %d", ErrInvalidAttr, a.MaxWimmDest)
+	case a.Paths == nil && e.cfg.Encap != EncapPlain:
+		return fmt.Errorf("%w: %v encapsulation needs a path map", ErrInvalidAttr, e.cfg.Encap)
+	}
+	q.remote = make([][16]byte, len(a.Remote))
+	for i, addr := range a.Remote {
+		if !addr.Is6() || addr.Is4In6() {
+			return fmt.Errorf("%w: remote address %v is not IPv6", ErrInvalidAttr, addr)
+		}
+		q.remote[i] = addr.As16()
+	}
+	q.remoteQPN, q.paths = a.RemoteQPN, a.Paths
+	q.rx.init(psn.PSN(a.RecvPSN), a.MPRDest, a.MaxWimmDest)
+	q.peer = e.peerFor(q)
+	q.state = StateRTR
+	return nil
+}
+
+// ReadyToSend moves the QP from RTR to RTS: it may post WRITEs.
+func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
+	if q.state != StateRTR {
+		return fmt.Errorf("%w: ReadyToSend in %v", ErrQPState, q.state)
+	}
+	if a.MPR == 0 {
+		a.MPR = 8
+	}
+	if a.MaxWimm == 0 {
+		a.MaxWimm = 128
+	}
+	if a.Timeout == 0 {
+		a.Timeout = 8
+	}
+	if a.RetryLinear == 0 {
+		a.RetryLinear = 7
+	}
+	if a.RetryExp == 0 {
+		a.RetryExp = 7
+	}
+	a.RetryLinear, a.RetryExp = max(a.RetryLinear, 0), max(a.RetryExp, 0)
+	if a.SQDepth == 0 {
+		a.SQDepth = 1024
+	}
+	switch {
+	case a.SendPSN > psn.Mask:
+		return fmt.Errorf("%w: send PSN %d is not 24-bit", ErrInvalidAttr, a.SendPSN)
+	case a.MPR < 1 || a.MPR > 255:
+		return fmt.Errorf("%w: MPR %d, want 1..255", ErrInvalidAttr, a.MPR)
+	case a.MaxWimm < 1 || a.MaxWimm > 1<<15:
+		return fmt.Errorf("%w: max WRITE_IMM %d", ErrInvalidAttr, a.MaxWimm)
+	case a.Timeout < 1 || a.Timeout > 24:
+		return fmt.Errorf("%w: timeout exponent %d, want 1..24", ErrInvalidAttr, a.Timeout)
+	case a.RetryLinear > 7 || a.RetryExp > RetryForever:
+		return fmt.Errorf("%w: retry counts %d/%d, want ≤7/≤%d", ErrInvalidAttr, a.RetryLinear, a.RetryExp, RetryForever)
+	case a.SQDepth < 1 || a.SQDepth > 1<<16:
+		return fmt.Errorf("%w: send queue depth %d", ErrInvalidAttr, a.SQDepth)
+	}
+	q.cc = q.newCC(now)
+	q.tx.init(now, a)
+	q.state = StateRTS
+	return nil
+}
+
+// SetError moves the QP to ERROR: posted work completes with ErrFlushed and
+// the QP sends and accepts nothing more.
+func (q *QP) SetError(now mtime.Time) { q.fail(now, ErrFlushed) }
+
+// fail moves the QP to ERROR with err, flushing its work.
+func (q *QP) fail(now mtime.Time, err error) {
+	if q.state == StateError {
+		return
+	}
+	q.state, q.err = StateError, err
+	q.ep.emit(Event{Kind: EventQPError, Time: now, QPN: q.qpn, Err: err})
+	q.tx.flush(q, now)
+	q.rx.ctrl.clear()
+}
+
+// WriteRequest is a posted RDMA WRITE or WRITE_IMM.
+type WriteRequest struct {
+	ID           uint64 // returned in the completion
+	Local        MR     // the local region the bytes come from
+	LocalOffset  uint64
+	Remote       MR // the peer's region (from its RegisterMemory)
+	RemoteOffset uint64
+	Length       uint64 // bytes; at most MaxWriteLen
+	WithImm      bool   // WRITE_IMM: deliver Imm into a receive posted at the peer
+	Imm          uint32
+}
+
+// MaxWriteLen is the largest WRITE: the RETH DMA length is 32 bits.
+const MaxWriteLen = 1<<31 - 1
+
+// PostWrite queues a WRITE. It fails unless the QP is in RTS, the local
+// range lies in a registered region, and the remote range lies in wr.Remote.
+func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
+	if q.state != StateRTS {
+		return fmt.Errorf("%w: PostWrite in %v", ErrQPState, q.state)
+	}
+	r := q.ep.lookupRegion(wr.Local.Key)
+	if r == nil {
+		return fmt.Errorf("%w: local key %#x", ErrBadMR, wr.Local.Key)
+	}
+	if wr.Length > MaxWriteLen {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidAttr, wr.Length, MaxWriteLen)
+	}
+	off, ok := r.span(r.Addr+wr.LocalOffset, wr.Length)
+	if !ok || wr.LocalOffset > r.Len {
+		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
+	}
+	if wr.RemoteOffset > wr.Remote.Len || wr.Length > wr.Remote.Len-wr.RemoteOffset {
+		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
+	}
+	var src []byte
+	if r.buf != nil {
+		src = r.buf[off : off+wr.Length]
+	}
+	if err := q.tx.post(q, wr, src); err != nil {
+		return err
+	}
+	q.ep.markReady(q)
+	q.ep.schedule(q, now)
+	return nil
+}
+
+// PostRecv posts a receive for one WRITE_IMM from the peer; id comes back
+// in its EventRecvImm. Allowed from INIT on.
+func (q *QP) PostRecv(id uint64) error {
+	if q.state == StateReset || q.state == StateError {
+		return fmt.Errorf("%w: PostRecv in %v", ErrQPState, q.state)
+	}
+	q.rx.recvs = append(q.rx.recvs, id)
+	if q.state >= StateRTR {
+		q.rx.deliverImms(q, q.rx.lastNow)
+	}
+	return nil
+}
+
+// DenyEV takes the EV with value ev out of service until AllowEV
+// (controller MODIFY_EV_STATE DENIED). It reports whether the QP has it.
+func (q *QP) DenyEV(now mtime.Time, ev uint32) bool {
+	slot, ok := q.slotOf(ev)
+	if ok {
+		q.evs.Deny(now, slot)
+	}
+	return ok
+}
+
+// AllowEV returns a denied EV to service.
+func (q *QP) AllowEV(now mtime.Time, ev uint32) bool {
+	slot, ok := q.slotOf(ev)
+	if ok {
+		q.evs.Allow(now, slot)
+		q.ep.markReady(q)
+	}
+	return ok
+}
+
+// EVs returns the values of every EV of the QP, plane by plane.
+func (q *QP) EVs() []uint32 {
+	if q.evs == nil {
+		return nil
+	}
+	out := make([]uint32, q.evs.Len())
+	for i := range out {
+		out[i] = q.evs.Value(evset.Slot(i))
+	}
+	return out
+}
+
+// EVState returns the state of EV ev at now.
+func (q *QP) EVState(now mtime.Time, ev uint32) (EVState, bool) {
+	slot, ok := q.slotOf(ev)
+	if !ok {
+		return 0, false
+	}
+	return q.evs.State(slot, now), true
+}
+
+// Remote returns the peer's port addresses.
+func (q *QP) Remote() []netip.Addr {
+	out := make([]netip.Addr, len(q.remote))
+	for i, a := range q.remote {
+		out[i] = netip.AddrFrom16(a)
+	}
+	return out
+}
+
+func (q *QP) onEVTransition(t evset.Transition) {
+	switch t.To {
+	case evset.Skip:
+		if t.From == evset.Good {
+			q.stats.EVSkips++
+		}
+		return
+	case evset.Good:
+		if t.From == evset.Skip {
+			return // the end of a rest is internal
+		}
+	case evset.AssumedBad:
+		q.stats.EVRetired++
+	case evset.Denied:
+		q.stats.EVDenied++
+	}
+	if t.From == evset.AssumedBad {
+		q.stats.EVResurrected++
+	}
+	q.ep.emit(Event{Kind: EventEVState, Time: q.rx.lastNow, QPN: q.qpn, EV: t.EV, Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
+}
+
+// deadline returns the QP's next timer deadline after now.
+func (q *QP) deadline(now mtime.Time) mtime.Time {
+	if q.state < StateRTR || q.state == StateError {
+		return mtime.Never
+	}
+	t := mtime.Min(q.rx.deadline(), q.evs.NextDeadline(now))
+	if q.state == StateRTS {
+		t = mtime.Min(t, q.tx.deadline(q))
+	}
+	return t
+}
+
+// onTimer runs whatever is due at now.
+func (q *QP) onTimer(now mtime.Time) {
+	q.rx.lastNow = now
+	if q.state < StateRTR || q.state == StateError {
+		return
+	}
+	q.rx.onTimer(q, now)
+	q.evs.ExpireProbes(now)
+	if q.state == StateRTS {
+		q.tx.onTimer(q, now)
+	}
+	if q.hasWork(now) {
+		q.ep.markReady(q)
+	}
+}
+
+// EV layout (our choice, docs/spec-gaps.md): the UDP source port half is
+// 0b11 followed by the EV's 14-bit slot in the QP's EV table, so that a
+// reflected EV finds its slot without a lookup table, and sits in the
+// RoCEv2 source-port range 0xC000–0xFFFF; the flow-label half is the
+// plane (4 bits) and the path index within the plane (12 bits).
+const (
+	evSlotMark  = 0xC000_0000
+	evSlotShift = 16
+	evPlaneBits = 12
+	maxPaths    = 1 << evPlaneBits
+)
+
+// EVPlane returns the plane an EV belongs to.
+func EVPlane(ev uint32) int { return int(ev>>evPlaneBits) & (MaxPlanes - 1) }
+
+// EVPath returns the path index of an EV within its plane: in SRv6 mode it
+// selects the path's uplink (the T1 switch of a two-tier plane).
+func EVPath(ev uint32) int { return int(ev & (maxPaths - 1)) }
+
+func makeEV(slot, plane, path int) uint32 {
+	return evSlotMark | uint32(slot)<<evSlotShift | uint32(plane)<<evPlaneBits | uint32(path)
+}
+
+// appendEVs appends n EVs for plane, the first in slot first, drawing path
+// indices uniformly without repetition while the plane has enough paths.
+func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, paths int) []uint32 {
+	perm := make([]int, paths)
+	for i := range perm {
+		perm[i] = i
+	}
+	for i := range n {
+		j := i % paths
+		if j == 0 {
+			// Shuffle a fresh round of paths.
+			for k := paths - 1; k > 0; k-- {
+				m := r.IntN(k + 1)
+				perm[k], perm[m] = perm[m], perm[k]
+			}
+		}
+		dst = append(dst, makeEV(first+i, plane, perm[j]))
+	}
+	return dst
+}
+
+// slotOf returns the slot of EV value ev, if it is one of the QP's.
+func (q *QP) slotOf(ev uint32) (evset.Slot, bool) {
+	if q.evs == nil || ev&evSlotMark != evSlotMark {
+		return 0, false
+	}
+	slot := evset.Slot(ev >> evSlotShift & (evset.MaxEVs - 1))
+	if int(slot) >= q.evs.Len() || q.evs.Value(slot) != ev {
+		return 0, false
+	}
+	return slot, true
+}
+
+// lossTimeout returns the per-packet loss timer: the configured floor, or
+// the smoothed RTT plus four deviations when that is larger.
+func (q *QP) lossTimeout() time.Duration {
+	return max(q.ep.cfg.LossTimeout, q.tx.srtt+4*q.tx.rttvar)
+}

@@ -1,0 +1,424 @@
+package mrc
+
+import (
+	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/internal/rxwin"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
+)
+
+// The responder: validation and out-of-order placement of the peer's WRITEs,
+// the PSN tracking window, in-order WRITE_IMM completion, and SACK/NACK
+// generation (digest §3.3, §3.6).
+
+// immSlot holds a WRITE_IMM whose packets are not all in yet.
+type immSlot struct {
+	psn   psn.PSN // PSN of its last packet
+	imm   uint32
+	bytes uint32
+	valid bool
+}
+
+// trigger is the packet a SACK answers: its PSN, EV and marks are reflected.
+type trigger struct {
+	psn   psn.PSN
+	ev    uint32
+	port  int
+	ts    uint16
+	ce    bool
+	probe bool
+}
+
+type receiver struct {
+	win       *rxwin.Window
+	maxWimm   int
+	immNext   uint16    // RQMSN of the next WRITE_IMM to complete
+	imms      []immSlot // by RQMSN modulo len
+	recvs     []uint64  // posted receives, oldest first
+	recvHead  int
+	rcvdBytes uint64
+
+	// SACK coalescing: PSNs received and not yet reported.
+	pendLo, pendHi psn.PSN
+	pendN          int
+	pendDue        mtime.Time // when the pending PSNs must be reported
+	trig           trigger
+
+	// Which SACK first reported each PSN, and which EV carried each
+	// recent SACK: a retransmission of a PSN already received means that
+	// SACK was lost, so its EV is suspect (the reverse-path repair of
+	// docs/spec-gaps.md).
+	report    []reportRec // by PSN modulo len
+	sackSeq   uint16      // sequence number of the next SACK
+	sackSlots [64]sentSACK
+
+	penalty uint8 // rcv_cwnd_pen to advertise
+	restore bool  // advertise r_c on the next SACK
+	ctrl    ctrlQueue
+	lastNow mtime.Time
+	started bool
+}
+
+// reportRec says which SACK first reported a PSN.
+type reportRec struct {
+	psn psn.PSN
+	seq uint16
+}
+
+// sentSACK records the EV a SACK went out on.
+type sentSACK struct {
+	seq   uint16
+	slot  evset.Slot
+	valid bool
+}
+
+func (r *receiver) init(start psn.PSN, mpr, maxWimm int) {
+	size := 1
+	for size < mpr*128 {
+		size <<= 1
+	}
+	*r = receiver{
+		win:     rxwin.New(start, mpr*128),
+		maxWimm: maxWimm,
+		imms:    make([]immSlot, maxWimm),
+		report:  make([]reportRec, size),
+		recvs:   r.recvs, // receives may be posted from INIT on
+		started: true,
+	}
+	for i := range r.report {
+		r.report[i].psn = noPSN
+	}
+}
+
+// suspectReverse retires the EV of the SACK that first reported n, which
+// the requester evidently never got.
+func (r *receiver) suspectReverse(q *QP, now mtime.Time, n psn.PSN) {
+	rr := &r.report[int(n)&(len(r.report)-1)]
+	if rr.psn != n {
+		return
+	}
+	ss := &r.sackSlots[rr.seq%uint16(len(r.sackSlots))]
+	if !ss.valid || ss.seq != rr.seq {
+		return
+	}
+	ss.valid = false
+	if !q.evp.Oblivious {
+		q.evs.OnBad(now, ss.slot, evset.ReasonLoss)
+	}
+}
+
+func (r *receiver) deadline() mtime.Time {
+	if r.pendN == 0 {
+		return mtime.Never
+	}
+	return r.pendDue
+}
+
+func (r *receiver) onTimer(q *QP, now mtime.Time) {
+	if r.pendN > 0 && r.pendDue <= now {
+		r.flushSACK(q, false)
+	}
+}
+
+// SetReceivePenalty sets the responder flow-control penalty rcv_cwnd_pen
+// (0..127) advertised in every SACK (digest §3.8): 127 asks the requester
+// for about one packet per RTT. Setting it back to 0 asks the requester to
+// restore its window.
+func (q *QP) SetReceivePenalty(pen uint8) {
+	pen = min(pen, 127)
+	if pen == 0 && q.rx.penalty > 0 {
+		q.rx.restore = true
+	}
+	q.rx.penalty = pen
+}
+
+// handle processes a packet addressed to q.
+func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
+	q.rx.lastNow = now
+	if q.state < StateRTR || q.state == StateError {
+		q.stats.Drops[DropQPState]++
+		return
+	}
+	if p.IP.Src != q.remote[port] {
+		q.stats.Drops[DropBadSource]++
+		return
+	}
+	switch op := p.BTH.Opcode; {
+	case op.IsData():
+		q.recvData(now, port, p, phantom)
+	case op == wire.OpSACK && q.state == StateRTS:
+		q.tx.onSACK(q, now, port, &p.SACK)
+	case op == wire.OpNACK && q.state == StateRTS:
+		q.tx.onNACK(q, now, &p.NACK)
+	case op == wire.OpProbe:
+		q.rx.trig = trigger{ev: uint32(evOf(p)), port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
+		q.rx.flushSACK(q, true)
+	default:
+		q.stats.Drops[DropNotMRC]++
+	}
+}
+
+func evOf(p *wire.Packet) wire.EV {
+	fl := p.IP.FlowLabel
+	if p.Encap {
+		fl = p.Outer.FlowLabel
+	}
+	return wire.JoinEV(p.UDP.SrcPort, fl)
+}
+
+// ceOf reports a CE mark on the packet (on either header when
+// encapsulated, RFC 6040).
+func ceOf(p *wire.Packet) bool {
+	return p.IP.ECN() == wire.CE || p.Encap && p.Outer.ECN() == wire.CE
+}
+
+// recvData validates, places and acknowledges one data packet.
+func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
+	e, r := q.ep, &q.rx
+	n := psn.PSN(p.BTH.PSN)
+	t := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p)}
+	if dscp := p.IP.DSCP(); p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop {
+		// A trimmed header: NACK at once so the requester resends in
+		// about one RTT (digest §3.6, §3.9).
+		q.stats.TrimmedReceived++
+		if !r.win.Has(n) && n.Sub(r.win.Next()) < r.win.Size() {
+			reason := wire.NackTrimmed
+			if dscp == e.cfg.DSCP.TrimmedLastHop {
+				reason = wire.NackTrimmedLastHop
+			}
+			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t.ev, ts: t.ts, reason: reason})
+			q.stats.NACKsSent++
+			e.markReady(q)
+		}
+		return
+	}
+	d := n.Sub(r.win.Next())
+	switch {
+	case d >= r.win.Size():
+		q.stats.Drops[DropOutOfWindow]++
+		return
+	case d < 0 || r.win.Has(n):
+		// Already here. A retransmission or an ACK request means our
+		// SACK went missing: say it again.
+		q.stats.Duplicates++
+		if p.BTH.Rtx {
+			r.suspectReverse(q, now, n)
+		}
+		if p.BTH.Rtx || p.BTH.AckReq {
+			r.trig = t
+			r.flushSACK(q, false)
+		}
+		return
+	}
+	// Placement: the RETH of every packet names its own address.
+	reg := e.lookupRegion(p.RETH.RKey)
+	if reg == nil {
+		q.stats.Drops[DropBadRKey]++
+		return
+	}
+	size := uint64(p.PayloadLen)
+	off, ok := reg.span(p.RETH.VA, size)
+	if !ok || size > uint64(p.RETH.DMALen) {
+		q.stats.Drops[DropBounds]++
+		return
+	}
+	if phantom != (reg.buf == nil) {
+		q.stats.Drops[DropPhantom]++
+		return
+	}
+	var rq uint16
+	if p.BTH.Opcode.HasImm() {
+		rq = p.METH.RQMSN
+		if d := int16(rq - r.immNext); d < 0 || int(d) >= r.maxWimm {
+			q.stats.Drops[DropWimmLimit]++
+			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t.ev, ts: t.ts, reason: wire.NackWImmLimit})
+			q.stats.NACKsSent++
+			e.markReady(q)
+			return
+		}
+	}
+	if reg.buf != nil {
+		copy(reg.buf[off:off+size], p.Payload[:size])
+	}
+
+	// Coalesce the report; flush first if this PSN would stretch the
+	// pending range past one bitmap.
+	if r.pendN > 0 && (max(r.pendHi.Sub(n), n.Sub(r.pendLo)) >= 64) {
+		r.flushSACK(q, false)
+	}
+	r.win.Mark(n)
+	r.report[int(n)&(len(r.report)-1)] = reportRec{psn: n, seq: r.sackSeq}
+	r.rcvdBytes += size
+	q.stats.DataReceived++
+	q.stats.PayloadReceived += size
+	if t.ce {
+		q.stats.CEReceived++
+	}
+	if p.BTH.Opcode.HasImm() {
+		r.imms[int(rq)%len(r.imms)] = immSlot{psn: n, imm: uint32(p.Imm), bytes: p.RETH.DMALen, valid: true}
+	}
+	r.deliverImms(q, now)
+
+	if r.pendN == 0 {
+		r.pendLo, r.pendHi, r.pendDue = n, n, now.Add(e.cfg.SackDelay)
+	} else {
+		if n.Less(r.pendLo) {
+			r.pendLo = n
+		}
+		if r.pendHi.Less(n) {
+			r.pendHi = n
+		}
+	}
+	r.pendN++
+	r.trig = t
+	if t.ce || p.BTH.Rtx || p.BTH.AckReq || r.pendN >= e.cfg.SackEvery {
+		r.flushSACK(q, false)
+	}
+}
+
+// deliverImms completes, in order, every WRITE_IMM whose packets and
+// predecessors have all arrived and for which a receive is posted.
+func (r *receiver) deliverImms(q *QP, now mtime.Time) {
+	if !r.started {
+		return
+	}
+	for r.recvHead < len(r.recvs) {
+		s := &r.imms[int(r.immNext)%len(r.imms)]
+		if !s.valid || !s.psn.Less(r.win.Next()) {
+			return
+		}
+		q.ep.emit(Event{Kind: EventRecvImm, Time: now, QPN: q.qpn, WRID: r.recvs[r.recvHead], Bytes: uint64(s.bytes), Imm: s.imm})
+		q.stats.ImmsDelivered++
+		*s = immSlot{}
+		r.immNext++
+		r.recvHead++
+		if r.recvHead == len(r.recvs) {
+			r.recvs, r.recvHead = r.recvs[:0], 0
+		}
+	}
+}
+
+// flushSACK queues a SACK for the pending PSNs, reflecting r.trig.
+func (r *receiver) flushSACK(q *QP, probe bool) {
+	next := r.win.Next()
+	cack := next.Add(-1)
+	// Report from the cumulative point when the pending PSNs fit in one
+	// bitmap from there, so PSNs a lost SACK reported are repeated.
+	base := next
+	if r.pendN > 0 && r.pendHi.Sub(next) >= 64 && next.Less(r.pendLo) {
+		base = r.pendLo
+	}
+	m := wire.SackNone
+	if r.trig.ce {
+		m = wire.SackSkipOnce
+	}
+	r.ctrl.push(ctrlPkt{
+		kind:    KindSACK,
+		seq:     r.sackSeq,
+		port:    r.trig.port,
+		psn:     cack,
+		ackOff:  clamp16(r.trig.psn.Sub(cack)),
+		sackOff: clamp16(base.Sub(cack)),
+		bitmap:  r.win.Bitmap(base),
+		ev:      r.trig.ev,
+		ts:      r.trig.ts,
+		m:       m,
+		probe:   probe,
+		ooo:     uint16(min(r.win.Ahead(), 1<<15-1)),
+		rcvd:    uint32((r.rcvdBytes + 255) / 256),
+		pen:     r.penalty,
+		restore: r.restore,
+	})
+	r.restore = false
+	r.pendN = 0
+	r.sackSeq++
+	q.stats.SACKsSent++
+	q.ep.markReady(q)
+}
+
+func clamp16(v int) int16 { return int16(max(min(v, 1<<15-1), -1<<15)) }
+
+// ctrlPkt is a queued SACK or NACK.
+type ctrlPkt struct {
+	kind    PacketKind
+	seq     uint16 // SACK sequence number
+	port    int    // the plane the trigger arrived on; preferred for the reply
+	psn     psn.PSN
+	ackOff  int16
+	sackOff int16
+	bitmap  uint64
+	ev      uint32
+	ts      uint16
+	m       wire.SackMode
+	probe   bool
+	ooo     uint16
+	rcvd    uint32
+	pen     uint8
+	restore bool
+	reason  wire.NackReason
+}
+
+// ctrlQueue is a bounded FIFO of control packets. When full, the oldest
+// entry is dropped: a later SACK repeats its cumulative information.
+type ctrlQueue struct {
+	buf        [ctrlQueueLen]ctrlPkt
+	head, size int
+}
+
+const ctrlQueueLen = 32
+
+func (c *ctrlQueue) push(p ctrlPkt) {
+	if c.size == ctrlQueueLen {
+		c.head = (c.head + 1) % ctrlQueueLen
+		c.size--
+	}
+	c.buf[(c.head+c.size)%ctrlQueueLen] = p
+	c.size++
+}
+
+func (c *ctrlQueue) peek() *ctrlPkt { return &c.buf[c.head] }
+
+func (c *ctrlQueue) pop() {
+	c.head = (c.head + 1) % ctrlQueueLen
+	c.size--
+}
+
+func (c *ctrlQueue) clear() { c.head, c.size = 0, 0 }
+
+// writeCtrl encodes control packet c on EV slot into buf.
+func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) Transmit {
+	e := q.ep
+	pk := &e.tx
+	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
+	pk.PayloadLen = 0
+	switch c.kind {
+	case KindSACK:
+		pk.BTH = wire.BTH{Opcode: wire.OpSACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
+		pk.SACK = wire.SACK{
+			M:            c.m,
+			PR:           c.probe,
+			AckPSNOffset: c.ackOff,
+			Entropy:      wire.EV(c.ev),
+			CackPSN:      uint32(c.psn),
+			MPR:          uint8(q.rx.win.Size() / 128),
+			SackOffset:   c.sackOff,
+			SackBitmap:   c.bitmap,
+			CC: wire.CCState{
+				TxTimestamp: c.ts,
+				OOOCount:    c.ooo,
+				RC:          c.restore,
+				RcvCwndPen:  c.pen,
+				RcvdBytes:   c.rcvd & (1<<24 - 1),
+			},
+		}
+	default:
+		pk.BTH = wire.BTH{Opcode: wire.OpNACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
+		pk.NACK = wire.NACK{Reason: c.reason, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
+	}
+	n := len(wire.AppendPacket(buf[:0], pk, nil))
+	if c.kind == KindSACK {
+		q.rx.sackSlots[c.seq%uint16(len(q.rx.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
+	}
+	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: c.kind}
+}

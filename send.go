@@ -1,0 +1,617 @@
+package mrc
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/openmrc/mrc/cc"
+	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
+)
+
+// The requester: segmentation of posted WRITEs into PSNs, the sent-packet
+// records, SACK/NACK processing, the per-packet loss timer, selective
+// retransmission and the timeout/retry backstop (digest §3.6–3.7).
+
+// Packet record states.
+const (
+	pktFree     uint8 = iota
+	pktInFlight       // sent, no news yet
+	pktLost           // NACKed or timed out; queued for retransmission
+	pktAcked          // acknowledged (in a bitmap, or cumulatively)
+)
+
+// noPSN ends the loss list; it is not a 24-bit value.
+const noPSN psn.PSN = 1 << 31
+
+// txPkt is what the requester remembers of one PSN in flight.
+type txPkt struct {
+	sentAt     mtime.Time
+	wqe        uint32     // low bits of the WQE's sequence number
+	seg        uint32     // packet index within the message
+	size       uint32     // payload bytes
+	prev, next psn.PSN    // loss list: in flight, oldest transmission first
+	slot       evset.Slot // EV of the latest transmission
+	rtx        uint8      // retransmissions so far (saturating)
+	state      uint8
+}
+
+// wqe is a posted WRITE.
+type wqe struct {
+	id       uint64
+	src      []byte // payload source; nil for a phantom region
+	remoteVA uint64
+	rkey     uint32
+	length   uint64
+	npkts    uint32
+	first    psn.PSN
+	msn      uint16
+	rqmsn    uint16
+	imm      uint32
+	withImm  bool
+}
+
+type sender struct {
+	una, nxt psn.PSN // oldest unacknowledged PSN, next new PSN
+	postPSN  psn.PSN // first PSN of the next posted WRITE
+	window   int     // the peer's tracking window (MPR×128 PSNs)
+	ring     []txPkt // records of [una, nxt), at psn&mask; grows on demand
+	mask     int
+	lossHead psn.PSN
+	lossTail psn.PSN
+	rtxq     psnQueue
+	inflight int // payload bytes in flight
+
+	wqes    []wqe
+	wqeHead uint64 // oldest uncompleted
+	wqeSend uint64 // next to send new packets from
+	wqeTail uint64 // next to post
+	seg     uint32 // next packet of wqes[wqeSend]
+	msn     uint16
+	rqmsn   uint16
+	maxWimm int
+	wimm    int // WRITE_IMMs started and not completed
+
+	srtt, rttvar time.Duration
+
+	timeout      time.Duration // QP local ACK timeout
+	retryLinear  int
+	retryExp     int
+	retries      int
+	lastProgress mtime.Time
+
+	probeID uint16
+}
+
+func (s *sender) init(now mtime.Time, a RTSAttr) {
+	size := 1
+	for size < a.SQDepth {
+		size <<= 1
+	}
+	*s = sender{
+		una:          psn.PSN(a.SendPSN),
+		nxt:          psn.PSN(a.SendPSN),
+		postPSN:      psn.PSN(a.SendPSN),
+		window:       a.MPR * 128,
+		lossHead:     noPSN,
+		lossTail:     noPSN,
+		wqes:         make([]wqe, size),
+		maxWimm:      a.MaxWimm,
+		timeout:      time.Duration(1024<<a.Timeout) * time.Nanosecond,
+		retryLinear:  a.RetryLinear,
+		retryExp:     a.RetryExp,
+		lastProgress: now,
+	}
+	s.grow(min(64, s.window))
+}
+
+// grow resizes the record ring to hold at least n PSNs.
+func (s *sender) grow(n int) {
+	size := max(len(s.ring), 1)
+	for size < n {
+		size <<= 1
+	}
+	if size == len(s.ring) {
+		return
+	}
+	ring := make([]txPkt, size)
+	for p := s.una; p != s.nxt; p = p.Add(1) {
+		ring[int(p)&(size-1)] = s.ring[int(p)&s.mask]
+	}
+	s.ring, s.mask = ring, size-1
+	s.rtxq.grow(size)
+}
+
+func (s *sender) rec(p psn.PSN) *txPkt { return &s.ring[int(p)&s.mask] }
+
+// post queues a WRITE.
+func (s *sender) post(q *QP, wr WriteRequest, src []byte) error {
+	if s.wqeTail-s.wqeHead == uint64(len(s.wqes)) {
+		return ErrQueueFull
+	}
+	mtu := uint64(q.ep.cfg.MTU)
+	npkts := max(1, (wr.Length+mtu-1)/mtu)
+	if s.wqeHead == s.wqeTail {
+		s.lastProgress = q.rx.lastNow
+	}
+	w := &s.wqes[s.wqeTail&uint64(len(s.wqes)-1)]
+	*w = wqe{
+		id:       wr.ID,
+		src:      src,
+		remoteVA: wr.Remote.Addr + wr.RemoteOffset,
+		rkey:     wr.Remote.Key,
+		length:   wr.Length,
+		npkts:    uint32(npkts),
+		first:    s.postPSN,
+		msn:      s.msn,
+		imm:      wr.Imm,
+		withImm:  wr.WithImm,
+	}
+	if wr.WithImm {
+		w.rqmsn = s.rqmsn
+		s.rqmsn++
+	}
+	s.msn++
+	s.postPSN = s.postPSN.Add(int(npkts))
+	s.wqeTail++
+	return nil
+}
+
+func (s *sender) wqe(seq uint64) *wqe { return &s.wqes[seq&uint64(len(s.wqes)-1)] }
+
+// segSize returns the payload of packet seg of w.
+func segSize(w *wqe, seg uint32, mtu int) uint32 {
+	off := uint64(seg) * uint64(mtu)
+	return uint32(min(uint64(mtu), w.length-off))
+}
+
+// fits reports whether a packet of size bytes fits the congestion window.
+// One packet may always be in flight, so the window cannot deadlock.
+func (s *sender) fits(q *QP, size uint32) bool {
+	return s.inflight == 0 || s.inflight+int(size) <= q.cc.Window()
+}
+
+// newReady reports whether a new packet could go out now, ports aside.
+func (s *sender) newReady(q *QP) bool {
+	if s.wqeSend == s.wqeTail || s.nxt.Sub(s.una) >= s.window {
+		return false
+	}
+	w := s.wqe(s.wqeSend)
+	if s.seg == 0 && w.withImm && s.wimm >= s.maxWimm {
+		return false
+	}
+	return s.fits(q, segSize(w, s.seg, q.ep.cfg.MTU))
+}
+
+// rtxReady reports whether a retransmission could go out now, ports aside.
+func (s *sender) rtxReady(q *QP) bool {
+	for s.rtxq.len() > 0 {
+		p := s.rtxq.peek()
+		if p.InWindow(s.una, s.nxt.Sub(s.una)) && s.rec(p).state == pktLost {
+			return s.fits(q, s.rec(p).size)
+		}
+		s.rtxq.pop() // acknowledged since it was queued
+	}
+	return false
+}
+
+// sendNew writes the next new data packet on EV slot.
+func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+	if s.nxt.Sub(s.una) >= len(s.ring) {
+		s.grow(s.nxt.Sub(s.una) + 1)
+	}
+	p := s.nxt
+	w := s.wqe(s.wqeSend)
+	size := segSize(w, s.seg, q.ep.cfg.MTU)
+	*s.rec(p) = txPkt{sentAt: now, wqe: uint32(s.wqeSend), seg: s.seg, size: size, slot: slot, state: pktInFlight}
+	s.linkLoss(p)
+	s.inflight += int(size)
+	s.nxt = s.nxt.Add(1)
+	if s.seg == 0 && w.withImm {
+		s.wimm++
+	}
+	if s.seg++; s.seg == w.npkts {
+		s.wqeSend++
+		s.seg = 0
+	}
+	q.stats.DataSent++
+	q.stats.PayloadSent += uint64(size)
+	q.cc.OnSent(now, int(size), false)
+	return q.writeData(now, buf, p, false)
+}
+
+// sendRetransmit writes the oldest queued retransmission on EV slot.
+func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+	p := s.rtxq.pop()
+	r := s.rec(p)
+	r.sentAt, r.slot, r.state = now, slot, pktInFlight
+	if r.rtx < 255 {
+		r.rtx++
+	}
+	s.linkLoss(p)
+	s.inflight += int(r.size)
+	q.stats.Retransmits++
+	q.cc.OnSent(now, int(r.size), true)
+	return q.writeData(now, buf, p, true)
+}
+
+// pickRetransmitEV chooses an EV for a retransmission, avoiding the EV that
+// lost the packet when another is available (digest §3.5).
+func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
+	old := q.tx.rec(q.tx.rtxq.peek()).slot
+	slot, ok := q.evs.Pick(now, mask, q.ep.rng)
+	if ok && slot == old {
+		if again, ok2 := q.evs.Pick(now, mask, q.ep.rng); ok2 {
+			slot = again
+		}
+	}
+	return slot, ok
+}
+
+// writeData encodes the data packet of PSN p into buf.
+func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit {
+	e, s := q.ep, &q.tx
+	r := s.rec(p)
+	w := &s.wqes[uint64(r.wqe)&uint64(len(s.wqes)-1)]
+	first, last := r.seg == 0, r.seg+1 == w.npkts
+	var op wire.Opcode
+	switch {
+	case first && last && w.withImm:
+		op = wire.OpWriteOnlyImm
+	case first && last:
+		op = wire.OpWriteOnly
+	case first:
+		op = wire.OpWriteFirst
+	case last && w.withImm:
+		op = wire.OpWriteLastImm
+	case last:
+		op = wire.OpWriteLast
+	default:
+		op = wire.OpWriteMiddle
+	}
+	dscp := e.cfg.DSCP.Data
+	if rtx {
+		dscp = e.cfg.DSCP.DataRetx
+	}
+	pk := &e.tx
+	q.address(pk, r.slot, dscp, wire.ECT0)
+	off := uint64(r.seg) * uint64(e.cfg.MTU)
+	// Ask for an immediate SACK when this packet ends what we can send
+	// for now, so that the tail is not left to the SACK timer (UET
+	// AckRequest).
+	ackReq := rtx || last && s.wqeSend == s.wqeTail ||
+		q.cc.Window()-s.inflight < e.cfg.MTU
+	pk.BTH = wire.BTH{Opcode: op, DestQP: q.remoteQPN, AckReq: ackReq, Rtx: rtx, TS: e.cfg.Timestamps, PSN: uint32(p)}
+	pk.METH = wire.METH{MSN: w.msn, RQMSN: w.rqmsn}
+	if e.cfg.Timestamps {
+		pk.TSETH = wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}
+	}
+	pk.RETH = wire.RETH{VA: w.remoteVA + off, RKey: w.rkey, DMALen: uint32(w.length)}
+	pk.Imm = wire.ImmDt(w.imm)
+	pk.PayloadLen = int(r.size)
+	var payload []byte
+	if w.src != nil {
+		payload = w.src[off : off+uint64(r.size)]
+	}
+	n := len(wire.AppendPacket(buf[:0], pk, payload))
+	kind := KindData
+	if rtx {
+		kind = KindRetransmit
+	}
+	return Transmit{Port: q.evs.Plane(r.slot), Len: n, WireLen: pk.Len(), QPN: q.qpn, Kind: kind}
+}
+
+// timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).
+func timestamp(now mtime.Time) uint16 { return uint16(now >> 7) }
+
+// linkLoss appends p to the loss list (it was just transmitted).
+func (s *sender) linkLoss(p psn.PSN) {
+	r := s.rec(p)
+	r.prev, r.next = s.lossTail, noPSN
+	if s.lossTail == noPSN {
+		s.lossHead = p
+	} else {
+		s.rec(s.lossTail).next = p
+	}
+	s.lossTail = p
+}
+
+func (s *sender) unlinkLoss(p psn.PSN) {
+	r := s.rec(p)
+	if r.prev == noPSN {
+		s.lossHead = r.next
+	} else {
+		s.rec(r.prev).next = r.next
+	}
+	if r.next == noPSN {
+		s.lossTail = r.prev
+	} else {
+		s.rec(r.next).prev = r.prev
+	}
+	r.prev, r.next = noPSN, noPSN
+}
+
+// acknowledge marks p acknowledged and returns its newly acked bytes.
+func (s *sender) acknowledge(q *QP, p psn.PSN) int {
+	r := s.rec(p)
+	switch r.state {
+	case pktInFlight:
+		s.unlinkLoss(p)
+		s.inflight -= int(r.size)
+	case pktLost:
+		if r.rtx == 0 {
+			q.stats.SpuriousRetrans++ // declared lost, yet the original arrived
+		}
+	default:
+		return 0
+	}
+	r.state = pktAcked
+	return int(r.size)
+}
+
+// onSACK processes a reliability SACK (digest §3.6).
+func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
+	q.stats.SACKsReceived++
+	cack := psn.PSN(sk.CackPSN)
+	if cack.Add(1).Sub(s.nxt) > 0 {
+		q.stats.Drops[DropStale]++ // acknowledges PSNs never sent
+		return
+	}
+	inFlight := func(p psn.PSN) bool { return p.InWindow(s.una, s.nxt.Sub(s.una)) }
+
+	// RTT from the packet that triggered the SACK, if sent only once.
+	var rtt time.Duration
+	if q.ep.cfg.Timestamps {
+		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
+	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) {
+		if r := s.rec(trig); r.state == pktInFlight && r.rtx == 0 {
+			rtt = now.Sub(r.sentAt)
+		}
+	}
+	if rtt > 0 {
+		s.sampleRTT(rtt)
+	}
+
+	newly := 0
+	for inFlight(s.una) && !cack.Less(s.una) {
+		newly += s.acknowledge(q, s.una)
+		s.una = s.una.Add(1)
+	}
+	base := cack.Add(int(sk.SackOffset))
+	for bm := sk.SackBitmap; bm != 0; {
+		i := bits.LeadingZeros64(bm)
+		bm &^= 1 << (63 - i)
+		if p := base.Add(i); inFlight(p) {
+			newly += s.acknowledge(q, p)
+		}
+	}
+	for inFlight(s.una) && s.rec(s.una).state == pktAcked {
+		s.una = s.una.Add(1)
+	}
+
+	// Path feedback on the EV the SACK reflects (digest §3.5).
+	if slot, ok := q.slotOf(uint32(sk.Entropy)); ok {
+		ecn := sk.M == wire.SackSkipOnce
+		if ecn {
+			q.stats.ECNEchoes++
+		}
+		switch {
+		case sk.PR:
+			q.evs.OnProbeResponse(now, slot, ecn)
+		case q.evp.Oblivious:
+		case ecn:
+			q.evs.OnSkip(now, slot, evset.ReasonECN)
+		case sk.M == wire.SackAlwaysSkip:
+			q.evs.OnBad(now, slot, evset.ReasonAlwaysSkip)
+		}
+	}
+	q.cc.OnAck(now, cc.Ack{
+		NewlyAcked:  newly,
+		Inflight:    s.inflight,
+		RTT:         rtt,
+		ECN:         sk.M == wire.SackSkipOnce && !sk.PR,
+		RcvCwndPen:  sk.CC.RcvCwndPen,
+		RestoreCwnd: sk.CC.RC,
+	})
+	if newly > 0 {
+		s.retries = 0
+		s.lastProgress = now
+		s.complete(q, now)
+	}
+	q.ep.markReady(q)
+}
+
+// sampleRTT folds one RTT sample into the smoothed estimate (RFC 6298).
+func (s *sender) sampleRTT(rtt time.Duration) {
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = rtt, rtt/2
+		return
+	}
+	d := s.srtt - rtt
+	if d < 0 {
+		d = -d
+	}
+	s.rttvar += (d - s.rttvar) / 4
+	s.srtt += (rtt - s.srtt) / 8
+}
+
+// complete delivers requester completions for every WRITE whose last PSN is
+// now acknowledged, in post order.
+func (s *sender) complete(q *QP, now mtime.Time) {
+	for s.wqeHead != s.wqeSend || s.wqeHead != s.wqeTail && s.seg > 0 {
+		w := s.wqe(s.wqeHead)
+		if s.una.Sub(w.first) < int(w.npkts) {
+			return
+		}
+		if w.withImm {
+			s.wimm--
+		}
+		q.stats.WritesDone++
+		q.ep.emit(Event{Kind: EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length})
+		*w = wqe{}
+		s.wqeHead++
+	}
+}
+
+// onNACK processes a reliability NACK (digest §3.5).
+func (s *sender) onNACK(q *QP, now mtime.Time, nk *wire.NACK) {
+	q.stats.NACKsReceived++
+	p := psn.PSN(nk.NackPSN)
+	switch nk.Reason {
+	case wire.NackUnexpEvent, wire.NackWImmLimit:
+		q.fail(now, ErrRemoteFatal)
+		return
+	}
+	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state != pktInFlight {
+		q.stats.Drops[DropStale]++
+		return
+	}
+	r := s.rec(p)
+	s.requeue(p)
+	switch nk.Reason {
+	case wire.NackTrimmed, wire.NackTrimmedLastHop:
+		lastHop := nk.Reason == wire.NackTrimmedLastHop
+		if lastHop {
+			q.stats.LastHopNACKs++
+		} else {
+			q.stats.TrimNACKs++
+			if !q.evp.Oblivious {
+				q.evs.OnSkip(now, r.slot, evset.ReasonTrim)
+			}
+		}
+		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
+	default:
+		// The responder ran out of resources: send again, and back off
+		// as for a loss, but the path is not to blame.
+		q.cc.OnLoss(now, int(r.size))
+	}
+	q.ep.markReady(q)
+}
+
+// requeue takes p out of flight and queues it for retransmission.
+func (s *sender) requeue(p psn.PSN) {
+	r := s.rec(p)
+	s.unlinkLoss(p)
+	s.inflight -= int(r.size)
+	r.state = pktLost
+	s.rtxq.push(p)
+}
+
+// deadline returns the requester's next deadline: the loss timer of the
+// oldest packet in flight, or the retry backstop while work is pending.
+func (s *sender) deadline(q *QP) mtime.Time {
+	t := mtime.Never
+	if s.lossHead != noPSN {
+		t = s.rec(s.lossHead).sentAt.Add(q.lossTimeout())
+	}
+	if s.wqeHead != s.wqeTail {
+		t = mtime.Min(t, s.lastProgress.Add(s.retryInterval()))
+	}
+	return t
+}
+
+// retryInterval is the backstop timeout for the current retry: fixed for
+// the linear retries, then doubling.
+func (s *sender) retryInterval() time.Duration {
+	if s.retries < s.retryLinear {
+		return s.timeout
+	}
+	return s.timeout << min(s.retries-s.retryLinear+1, 16)
+}
+
+// onTimer declares lost every packet whose loss timer expired, retiring its
+// EV (digest §3.5: an untrimmed loss means the path failed), and runs the
+// retry backstop.
+func (s *sender) onTimer(q *QP, now mtime.Time) {
+	to := q.lossTimeout()
+	for s.lossHead != noPSN {
+		p := s.lossHead
+		r := s.rec(p)
+		if r.sentAt.Add(to) > now {
+			break
+		}
+		s.requeue(p)
+		q.stats.LossTimeouts++
+		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
+			q.evs.OnBad(now, r.slot, evset.ReasonLoss)
+		}
+		q.cc.OnLoss(now, int(r.size))
+	}
+	if s.wqeHead != s.wqeTail && now >= s.lastProgress.Add(s.retryInterval()) {
+		s.retries++
+		q.stats.RetryTimeouts++
+		if s.retryExp != RetryForever && s.retries > s.retryLinear+s.retryExp {
+			q.fail(now, ErrNoPath)
+			return
+		}
+		s.lastProgress = now
+	}
+}
+
+// planeDown takes every packet in flight on plane out of flight for
+// retransmission elsewhere, without blaming its EV: the port is down.
+func (s *sender) planeDown(q *QP, plane int) {
+	for p := s.lossHead; p != noPSN; {
+		r := s.rec(p)
+		next := r.next
+		if q.evs.Plane(r.slot) == plane {
+			s.requeue(p)
+		}
+		p = next
+	}
+}
+
+// flush completes every posted WRITE with ErrFlushed.
+func (s *sender) flush(q *QP, now mtime.Time) {
+	if len(s.wqes) == 0 {
+		return
+	}
+	for ; s.wqeHead != s.wqeTail; s.wqeHead++ {
+		w := s.wqe(s.wqeHead)
+		q.ep.emit(Event{Kind: EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length, Err: ErrFlushed})
+		*w = wqe{}
+	}
+	s.wqeSend, s.seg = s.wqeTail, 0
+	s.lossHead, s.lossTail, s.inflight = noPSN, noPSN, 0
+	s.rtxq.clear()
+}
+
+// psnQueue is a FIFO of PSNs awaiting retransmission.
+type psnQueue struct {
+	buf        []psn.PSN
+	head, size int
+}
+
+func (q *psnQueue) len() int { return q.size }
+
+func (q *psnQueue) grow(n int) {
+	if n <= len(q.buf) {
+		return
+	}
+	buf := make([]psn.PSN, n)
+	for i := range q.size {
+		buf[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = buf, 0
+}
+
+func (q *psnQueue) push(p psn.PSN) {
+	if q.size == len(q.buf) {
+		q.grow(max(2*len(q.buf), 16))
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = p
+	q.size++
+}
+
+func (q *psnQueue) peek() psn.PSN { return q.buf[q.head] }
+
+func (q *psnQueue) pop() psn.PSN {
+	p := q.buf[q.head]
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return p
+}
+
+func (q *psnQueue) clear() { q.head, q.size = 0, 0 }

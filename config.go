@@ -7,6 +7,7 @@ import (
 
 	"github.com/openmrc/mrc/cc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 )
 
 // Encap says how an endpoint addresses its packets (docs/wire.md).
@@ -92,6 +93,10 @@ type Config struct {
 	SkipICRC bool
 	// MaxQPs bounds the number of QPs (default 4096).
 	MaxQPs int
+	// Tracer, when set, receives a record of every packet event, EV and
+	// QP state change and window change (package trace). It is called
+	// synchronously and must not call back into the endpoint.
+	Tracer trace.Tracer
 }
 
 // MaxPlanes is the largest number of ports (planes) an endpoint may have;

@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"net/netip"
 
+	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -242,38 +245,38 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx T
 // phantom. pkt is not retained.
 func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int) {
 	if port < 0 || port >= len(e.ports) || !e.ports[port].up {
-		e.stats.Drops[DropQPState]++
+		e.drop(now, &e.stats, 0, DropQPState)
 		return
 	}
 	p := &e.rx
 	if err := p.Decode(pkt); err != nil {
-		e.stats.Drops[DropMalformed]++
+		e.drop(now, &e.stats, 0, DropMalformed)
 		return
 	}
 	if p.UDP.DstPort != wire.UDPPortRoCEv2 || !p.BTH.Opcode.Known() {
-		e.stats.Drops[DropNotMRC]++
+		e.drop(now, &e.stats, 0, DropNotMRC)
 		return
 	}
 	if e.cfg.Encap == EncapUSID {
 		p.ResolveUSID(wire.F3216)
 	}
 	if p.Final() != e.ports[port].addr {
-		e.stats.Drops[DropNotMRC]++
+		e.drop(now, &e.stats, 0, DropNotMRC)
 		return
 	}
 	phantom := wireLen > len(pkt)
 	if phantom && wireLen != p.Len() || !phantom && p.PayloadLen > len(p.Payload) {
-		e.stats.Drops[DropMalformed]++
+		e.drop(now, &e.stats, 0, DropMalformed)
 		return
 	}
 	if !phantom && !e.cfg.SkipICRC {
 		switch p.Verify(pkt) {
 		case nil:
 		case wire.ErrChecksum:
-			e.stats.Drops[DropBadChecksum]++
+			e.drop(now, &e.stats, 0, DropBadChecksum)
 			return
 		default:
-			e.stats.Drops[DropBadICRC]++
+			e.drop(now, &e.stats, 0, DropBadICRC)
 			return
 		}
 	}
@@ -283,7 +286,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 	}
 	q := e.QP(p.BTH.DestQP)
 	if q == nil {
-		e.stats.Drops[DropUnknownQP]++
+		e.drop(now, &e.stats, 0, DropUnknownQP)
 		return
 	}
 	q.handle(now, port, p, phantom)
@@ -291,6 +294,23 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 }
 
 func (e *Endpoint) emit(ev Event) { e.events.push(ev) }
+
+// drop counts a discarded packet in s (the QP's or the endpoint's) and
+// traces it.
+func (e *Endpoint) drop(now mtime.Time, s *Stats, qpn uint32, why DropReason) {
+	s.Drops[why]++
+	if t := e.cfg.Tracer; t != nil {
+		t.Trace(&trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})
+	}
+}
+
+// tracePacket traces a data-packet event of q.
+func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
+	if t := q.ep.cfg.Tracer; t != nil {
+		t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: q.evs.Value(slot),
+			Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
+	}
+}
 
 // eventQueue is a FIFO of events that reuses its storage.
 type eventQueue struct {

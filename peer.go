@@ -97,7 +97,7 @@ func (q *QP) remoteUp(up PortMask) {
 func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 	pr := e.peerBySource(p.IP.Src, port)
 	if pr == nil {
-		e.stats.Drops[DropBadSource]++
+		e.drop(now, &e.stats, 0, DropBadSource)
 		return
 	}
 	switch p.BTH.Opcode {
@@ -112,7 +112,7 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 			pr.announce = false
 		}
 	default:
-		e.stats.Drops[DropNotMRC]++
+		e.drop(now, &e.stats, 0, DropNotMRC)
 	}
 }
 

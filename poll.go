@@ -3,6 +3,7 @@ package mrc
 import (
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -18,6 +19,7 @@ const (
 // control packets (SACK, NACK), then probes of retired EVs, then
 // retransmissions, then new data.
 func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResult) {
+	q.now = now
 	if q.state < StateRTR || q.state == StateError {
 		return Transmit{}, pollIdle
 	}
@@ -89,6 +91,7 @@ func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit {
 	pk.PayloadLen = 0
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
 	q.stats.ProbesSent++
+	q.tracePacket(now, trace.ProbeSent, q.tx.una, slot, 0, "")
 	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: KindProbe}
 }
 

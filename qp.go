@@ -9,6 +9,7 @@ import (
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -50,6 +51,7 @@ type QP struct {
 	destroyed bool
 	stats     Stats
 
+	now     mtime.Time // the latest time an input or output call passed in
 	heapIdx int        // position in the endpoint's timer heap, or -1
 	heapKey mtime.Time // deadline the heap holds for this QP
 	inReady bool       // queued in the endpoint's ready list
@@ -156,7 +158,7 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 			}.WithDefaults(), now)
 		}
 	}
-	q.state = StateInit
+	q.setState(now, StateInit)
 	return nil
 }
 
@@ -197,7 +199,7 @@ func (q *QP) ReadyToReceive(now mtime.Time, a RTRAttr) error {
 	q.remoteQPN, q.paths = a.RemoteQPN, a.Paths
 	q.rx.init(psn.PSN(a.RecvPSN), a.MPRDest, a.MaxWimmDest)
 	q.peer = e.peerFor(q)
-	q.state = StateRTR
+	q.setState(now, StateRTR)
 	return nil
 }
 
@@ -241,7 +243,7 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 	}
 	q.cc = q.newCC(now)
 	q.tx.init(now, a)
-	q.state = StateRTS
+	q.setState(now, StateRTS)
 	return nil
 }
 
@@ -249,12 +251,20 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 // the QP sends and accepts nothing more.
 func (q *QP) SetError(now mtime.Time) { q.fail(now, ErrFlushed) }
 
+func (q *QP) setState(now mtime.Time, s QPState) {
+	if t := q.ep.cfg.Tracer; t != nil {
+		t.Trace(&trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
+	}
+	q.state = s
+}
+
 // fail moves the QP to ERROR with err, flushing its work.
 func (q *QP) fail(now mtime.Time, err error) {
 	if q.state == StateError {
 		return
 	}
-	q.state, q.err = StateError, err
+	q.err = err
+	q.setState(now, StateError)
 	q.ep.emit(Event{Kind: EventQPError, Time: now, QPN: q.qpn, Err: err})
 	q.tx.flush(q, now)
 	q.rx.ctrl.clear()
@@ -281,6 +291,7 @@ func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
 	if q.state != StateRTS {
 		return fmt.Errorf("%w: PostWrite in %v", ErrQPState, q.state)
 	}
+	q.now = max(q.now, now)
 	r := q.ep.lookupRegion(wr.Local.Key)
 	if r == nil {
 		return fmt.Errorf("%w: local key %#x", ErrBadMR, wr.Local.Key)
@@ -315,7 +326,7 @@ func (q *QP) PostRecv(id uint64) error {
 	}
 	q.rx.recvs = append(q.rx.recvs, id)
 	if q.state >= StateRTR {
-		q.rx.deliverImms(q, q.rx.lastNow)
+		q.rx.deliverImms(q, q.now)
 	}
 	return nil
 }
@@ -323,6 +334,7 @@ func (q *QP) PostRecv(id uint64) error {
 // DenyEV takes the EV with value ev out of service until AllowEV
 // (controller MODIFY_EV_STATE DENIED). It reports whether the QP has it.
 func (q *QP) DenyEV(now mtime.Time, ev uint32) bool {
+	q.now = max(q.now, now)
 	slot, ok := q.slotOf(ev)
 	if ok {
 		q.evs.Deny(now, slot)
@@ -332,6 +344,7 @@ func (q *QP) DenyEV(now mtime.Time, ev uint32) bool {
 
 // AllowEV returns a denied EV to service.
 func (q *QP) AllowEV(now mtime.Time, ev uint32) bool {
+	q.now = max(q.now, now)
 	slot, ok := q.slotOf(ev)
 	if ok {
 		q.evs.Allow(now, slot)
@@ -371,6 +384,10 @@ func (q *QP) Remote() []netip.Addr {
 }
 
 func (q *QP) onEVTransition(t evset.Transition) {
+	if tr := q.ep.cfg.Tracer; tr != nil {
+		tr.Trace(&trace.Record{Time: q.now, Kind: trace.EVState, QPN: q.qpn, EV: t.EV, Plane: t.Plane,
+			From: t.From.String(), To: t.To.String(), Reason: t.Reason.String()})
+	}
 	switch t.To {
 	case evset.Skip:
 		if t.From == evset.Good {
@@ -389,7 +406,7 @@ func (q *QP) onEVTransition(t evset.Transition) {
 	if t.From == evset.AssumedBad {
 		q.stats.EVResurrected++
 	}
-	q.ep.emit(Event{Kind: EventEVState, Time: q.rx.lastNow, QPN: q.qpn, EV: t.EV, Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
+	q.ep.emit(Event{Kind: EventEVState, Time: q.now, QPN: q.qpn, EV: t.EV, Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
 }
 
 // deadline returns the QP's next timer deadline after now.
@@ -406,7 +423,7 @@ func (q *QP) deadline(now mtime.Time) mtime.Time {
 
 // onTimer runs whatever is due at now.
 func (q *QP) onTimer(now mtime.Time) {
-	q.rx.lastNow = now
+	q.now = now
 	if q.state < StateRTR || q.state == StateError {
 		return
 	}

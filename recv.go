@@ -5,6 +5,7 @@ import (
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/internal/rxwin"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -56,7 +57,6 @@ type receiver struct {
 	penalty uint8 // rcv_cwnd_pen to advertise
 	restore bool  // advertise r_c on the next SACK
 	ctrl    ctrlQueue
-	lastNow mtime.Time
 	started bool
 }
 
@@ -135,13 +135,13 @@ func (q *QP) SetReceivePenalty(pen uint8) {
 
 // handle processes a packet addressed to q.
 func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
-	q.rx.lastNow = now
+	q.now = now
 	if q.state < StateRTR || q.state == StateError {
-		q.stats.Drops[DropQPState]++
+		q.ep.drop(now, &q.stats, q.qpn, DropQPState)
 		return
 	}
 	if p.IP.Src != q.remote[port] {
-		q.stats.Drops[DropBadSource]++
+		q.ep.drop(now, &q.stats, q.qpn, DropBadSource)
 		return
 	}
 	switch op := p.BTH.Opcode; {
@@ -155,7 +155,7 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		q.rx.trig = trigger{ev: uint32(evOf(p)), port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
 		q.rx.flushSACK(q, true)
 	default:
-		q.stats.Drops[DropNotMRC]++
+		q.ep.drop(now, &q.stats, q.qpn, DropNotMRC)
 	}
 }
 
@@ -177,17 +177,20 @@ func ceOf(p *wire.Packet) bool {
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
-	t := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p)}
+	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p)}
 	if dscp := p.IP.DSCP(); p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop {
 		// A trimmed header: NACK at once so the requester resends in
 		// about one RTT (digest §3.6, §3.9).
 		q.stats.TrimmedReceived++
+		if t := e.cfg.Tracer; t != nil {
+			t.Trace(&trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(n), EV: t0.ev, Plane: port})
+		}
 		if !r.win.Has(n) && n.Sub(r.win.Next()) < r.win.Size() {
 			reason := wire.NackTrimmed
 			if dscp == e.cfg.DSCP.TrimmedLastHop {
 				reason = wire.NackTrimmedLastHop
 			}
-			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t.ev, ts: t.ts, reason: reason})
+			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: reason})
 			q.stats.NACKsSent++
 			e.markReady(q)
 		}
@@ -196,7 +199,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	d := n.Sub(r.win.Next())
 	switch {
 	case d >= r.win.Size():
-		q.stats.Drops[DropOutOfWindow]++
+		q.ep.drop(now, &q.stats, q.qpn, DropOutOfWindow)
 		return
 	case d < 0 || r.win.Has(n):
 		// Already here. A retransmission or an ACK request means our
@@ -206,7 +209,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 			r.suspectReverse(q, now, n)
 		}
 		if p.BTH.Rtx || p.BTH.AckReq {
-			r.trig = t
+			r.trig = t0
 			r.flushSACK(q, false)
 		}
 		return
@@ -214,25 +217,25 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	// Placement: the RETH of every packet names its own address.
 	reg := e.lookupRegion(p.RETH.RKey)
 	if reg == nil {
-		q.stats.Drops[DropBadRKey]++
+		q.ep.drop(now, &q.stats, q.qpn, DropBadRKey)
 		return
 	}
 	size := uint64(p.PayloadLen)
 	off, ok := reg.span(p.RETH.VA, size)
 	if !ok || size > uint64(p.RETH.DMALen) {
-		q.stats.Drops[DropBounds]++
+		q.ep.drop(now, &q.stats, q.qpn, DropBounds)
 		return
 	}
 	if phantom != (reg.buf == nil) {
-		q.stats.Drops[DropPhantom]++
+		q.ep.drop(now, &q.stats, q.qpn, DropPhantom)
 		return
 	}
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
 		if d := int16(rq - r.immNext); d < 0 || int(d) >= r.maxWimm {
-			q.stats.Drops[DropWimmLimit]++
-			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t.ev, ts: t.ts, reason: wire.NackWImmLimit})
+			q.ep.drop(now, &q.stats, q.qpn, DropWimmLimit)
+			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: wire.NackWImmLimit})
 			q.stats.NACKsSent++
 			e.markReady(q)
 			return
@@ -252,8 +255,11 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	r.rcvdBytes += size
 	q.stats.DataReceived++
 	q.stats.PayloadReceived += size
-	if t.ce {
+	if t0.ce {
 		q.stats.CEReceived++
+	}
+	if t := e.cfg.Tracer; t != nil {
+		t.Trace(&trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: t0.ev, Plane: port, Bytes: int(size)})
 	}
 	if p.BTH.Opcode.HasImm() {
 		r.imms[int(rq)%len(r.imms)] = immSlot{psn: n, imm: uint32(p.Imm), bytes: p.RETH.DMALen, valid: true}
@@ -271,8 +277,8 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		}
 	}
 	r.pendN++
-	r.trig = t
-	if t.ce || p.BTH.Rtx || p.BTH.AckReq || r.pendN >= e.cfg.SackEvery {
+	r.trig = t0
+	if t0.ce || p.BTH.Rtx || p.BTH.AckReq || r.pendN >= e.cfg.SackEvery {
 		r.flushSACK(q, false)
 	}
 }
@@ -419,6 +425,9 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
 	if c.kind == KindSACK {
 		q.rx.sackSlots[c.seq%uint16(len(q.rx.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
+		if t := e.cfg.Tracer; t != nil {
+			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: q.evs.Value(slot), Plane: q.evs.Plane(slot)})
+		}
 	}
 	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: c.kind}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -134,7 +135,7 @@ func (s *sender) post(q *QP, wr WriteRequest, src []byte) error {
 	mtu := uint64(q.ep.cfg.MTU)
 	npkts := max(1, (wr.Length+mtu-1)/mtu)
 	if s.wqeHead == s.wqeTail {
-		s.lastProgress = q.rx.lastNow
+		s.lastProgress = q.now
 	}
 	w := &s.wqes[s.wqeTail&uint64(len(s.wqes)-1)]
 	*w = wqe{
@@ -219,6 +220,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Tra
 	q.stats.DataSent++
 	q.stats.PayloadSent += uint64(size)
 	q.cc.OnSent(now, int(size), false)
+	q.tracePacket(now, trace.PacketSent, p, slot, size, "")
 	return q.writeData(now, buf, p, false)
 }
 
@@ -234,6 +236,7 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	s.inflight += int(r.size)
 	q.stats.Retransmits++
 	q.cc.OnSent(now, int(r.size), true)
+	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
 	return q.writeData(now, buf, p, true)
 }
 
@@ -334,7 +337,7 @@ func (s *sender) unlinkLoss(p psn.PSN) {
 }
 
 // acknowledge marks p acknowledged and returns its newly acked bytes.
-func (s *sender) acknowledge(q *QP, p psn.PSN) int {
+func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 	r := s.rec(p)
 	switch r.state {
 	case pktInFlight:
@@ -348,6 +351,7 @@ func (s *sender) acknowledge(q *QP, p psn.PSN) int {
 		return 0
 	}
 	r.state = pktAcked
+	q.tracePacket(now, trace.PacketAcked, p, r.slot, r.size, "")
 	return int(r.size)
 }
 
@@ -356,7 +360,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	q.stats.SACKsReceived++
 	cack := psn.PSN(sk.CackPSN)
 	if cack.Add(1).Sub(s.nxt) > 0 {
-		q.stats.Drops[DropStale]++ // acknowledges PSNs never sent
+		q.ep.drop(now, &q.stats, q.qpn, DropStale) // acknowledges PSNs never sent
 		return
 	}
 	inFlight := func(p psn.PSN) bool { return p.InWindow(s.una, s.nxt.Sub(s.una)) }
@@ -376,7 +380,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 
 	newly := 0
 	for inFlight(s.una) && !cack.Less(s.una) {
-		newly += s.acknowledge(q, s.una)
+		newly += s.acknowledge(q, now, s.una)
 		s.una = s.una.Add(1)
 	}
 	base := cack.Add(int(sk.SackOffset))
@@ -384,7 +388,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		i := bits.LeadingZeros64(bm)
 		bm &^= 1 << (63 - i)
 		if p := base.Add(i); inFlight(p) {
-			newly += s.acknowledge(q, p)
+			newly += s.acknowledge(q, now, p)
 		}
 	}
 	for inFlight(s.una) && s.rec(s.una).state == pktAcked {
@@ -407,6 +411,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 			q.evs.OnBad(now, slot, evset.ReasonAlwaysSkip)
 		}
 	}
+	cwnd := q.cc.Window()
 	q.cc.OnAck(now, cc.Ack{
 		NewlyAcked:  newly,
 		Inflight:    s.inflight,
@@ -415,6 +420,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		RcvCwndPen:  sk.CC.RcvCwndPen,
 		RestoreCwnd: sk.CC.RC,
 	})
+	q.traceCwnd(now, cwnd)
 	if newly > 0 {
 		s.retries = 0
 		s.lastProgress = now
@@ -465,11 +471,14 @@ func (s *sender) onNACK(q *QP, now mtime.Time, nk *wire.NACK) {
 		return
 	}
 	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state != pktInFlight {
-		q.stats.Drops[DropStale]++
+		q.ep.drop(now, &q.stats, q.qpn, DropStale)
 		return
 	}
 	r := s.rec(p)
 	s.requeue(p)
+	q.tracePacket(now, trace.PacketNacked, p, r.slot, r.size, nk.Reason.String())
+	cwnd := q.cc.Window()
+	defer q.traceCwnd(now, cwnd)
 	switch nk.Reason {
 	case wire.NackTrimmed, wire.NackTrimmedLastHop:
 		lastHop := nk.Reason == wire.NackTrimmedLastHop
@@ -534,10 +543,13 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		}
 		s.requeue(p)
 		q.stats.LossTimeouts++
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		cwnd := q.cc.Window()
 		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
 			q.evs.OnBad(now, r.slot, evset.ReasonLoss)
 		}
 		q.cc.OnLoss(now, int(r.size))
+		q.traceCwnd(now, cwnd)
 	}
 	if s.wqeHead != s.wqeTail && now >= s.lastProgress.Add(s.retryInterval()) {
 		s.retries++
@@ -615,3 +627,12 @@ func (q *psnQueue) pop() psn.PSN {
 }
 
 func (q *psnQueue) clear() { q.head, q.size = 0, 0 }
+
+// traceCwnd traces the congestion window if it changed from before.
+func (q *QP) traceCwnd(now mtime.Time, before int) {
+	if t := q.ep.cfg.Tracer; t != nil {
+		if w := q.cc.Window(); w != before {
+			t.Trace(&trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
+		}
+	}
+}

@@ -73,7 +73,7 @@ type Stats struct {
 }
 
 // Dropped returns the total of all drops.
-func (s *Stats) Dropped() uint64 {
+func (s Stats) Dropped() uint64 {
 	var n uint64
 	for _, d := range s.Drops {
 		n += d

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -43,6 +44,7 @@ type Config struct {
 	// Endpoint tuning passed through to mrc.Config.
 	BaseRTT     time.Duration
 	LossTimeout time.Duration
+	Tracers     [2]trace.Tracer // per side
 }
 
 // Side names one of the two endpoints.
@@ -137,6 +139,7 @@ func New(cfg Config) (*Net, error) {
 			BaseRTT:        cfg.BaseRTT,
 			LossTimeout:    cfg.LossTimeout,
 			LinkBitsPerSec: cfg.LinkBitsPerSec,
+			Tracer:         cfg.Tracers[s],
 		})
 		if err != nil {
 			return nil, err

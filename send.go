@@ -65,7 +65,8 @@ type sender struct {
 	rtxq     psnQueue
 	inflight int // payload bytes in flight
 
-	wqes    []wqe
+	wqes    []wqe  // ring by sequence number; grows up to sqDepth
+	sqDepth int    // most WRITEs posted and not completed
 	wqeHead uint64 // oldest uncompleted
 	wqeSend uint64 // next to send new packets from
 	wqeTail uint64 // next to post
@@ -87,10 +88,6 @@ type sender struct {
 }
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
-	size := 1
-	for size < a.SQDepth {
-		size <<= 1
-	}
 	*s = sender{
 		una:          psn.PSN(a.SendPSN),
 		nxt:          psn.PSN(a.SendPSN),
@@ -98,7 +95,8 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		window:       a.MPR * 128,
 		lossHead:     noPSN,
 		lossTail:     noPSN,
-		wqes:         make([]wqe, size),
+		wqes:         make([]wqe, 4),
+		sqDepth:      a.SQDepth,
 		maxWimm:      a.MaxWimm,
 		timeout:      time.Duration(1024<<a.Timeout) * time.Nanosecond,
 		retryLinear:  a.RetryLinear,
@@ -129,8 +127,11 @@ func (s *sender) rec(p psn.PSN) *txPkt { return &s.ring[int(p)&s.mask] }
 
 // post queues a WRITE.
 func (s *sender) post(q *QP, wr WriteRequest, src []byte) error {
-	if s.wqeTail-s.wqeHead == uint64(len(s.wqes)) {
-		return ErrQueueFull
+	if n := s.wqeTail - s.wqeHead; n == uint64(len(s.wqes)) {
+		if n >= uint64(s.sqDepth) {
+			return ErrQueueFull
+		}
+		s.growWQEs()
 	}
 	mtu := uint64(q.ep.cfg.MTU)
 	npkts := max(1, (wr.Length+mtu-1)/mtu)
@@ -161,6 +162,16 @@ func (s *sender) post(q *QP, wr WriteRequest, src []byte) error {
 }
 
 func (s *sender) wqe(seq uint64) *wqe { return &s.wqes[seq&uint64(len(s.wqes)-1)] }
+
+// growWQEs doubles the WQE ring. Most QPs keep a few WRITEs posted, so the
+// ring starts small: a simulation holds hundreds of thousands of QPs.
+func (s *sender) growWQEs() {
+	wqes := make([]wqe, 2*len(s.wqes))
+	for seq := s.wqeHead; seq != s.wqeTail; seq++ {
+		wqes[seq&uint64(len(wqes)-1)] = *s.wqe(seq)
+	}
+	s.wqes = wqes
+}
 
 // segSize returns the payload of packet seg of w.
 func segSize(w *wqe, seg uint32, mtu int) uint32 {
@@ -257,7 +268,7 @@ func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
 func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit {
 	e, s := q.ep, &q.tx
 	r := s.rec(p)
-	w := &s.wqes[uint64(r.wqe)&uint64(len(s.wqes)-1)]
+	w := s.wqe(uint64(r.wqe))
 	first, last := r.seg == 0, r.seg+1 == w.npkts
 	var op wire.Opcode
 	switch {

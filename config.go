@@ -88,8 +88,8 @@ type Config struct {
 	// from the timestamps the responder reflects (default off: the
 	// requester keeps send times itself).
 	Timestamps bool
-	// SkipICRC turns off ICRC verification of received packets (for
-	// simulations, where the NIC's CRC engine is not modelled).
+	// SkipICRC leaves the NIC's CRC engines out: the ICRC and UDP
+	// checksum are written as zero and not verified (for simulations).
 	SkipICRC bool
 	// MaxQPs bounds the number of QPs (default 4096).
 	MaxQPs int

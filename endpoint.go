@@ -2,11 +2,11 @@ package mrc
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/internal/xrand"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
@@ -58,7 +58,7 @@ type port struct {
 // use.
 type Endpoint struct {
 	cfg    Config
-	rng    *rand.Rand
+	rng    *xrand.Rand
 	ports  []port
 	up     PortMask
 	stats  Stats // endpoint-level counts (drops before a QP is known)
@@ -92,7 +92,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	}
 	e := &Endpoint{
 		cfg:     cfg,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rng:     xrand.New(cfg.Seed),
 		ports:   make([]port, len(cfg.Ports)),
 		nextVA:  vaBase,
 		epTimer: mtime.Never,
@@ -101,6 +101,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.ports[i] = port{addr: a.As16(), up: true}
 		e.up |= 1 << i
 	}
+	e.tx.NoCRC = cfg.SkipICRC
 	return e, nil
 }
 
@@ -188,9 +189,14 @@ func (e *Endpoint) HandleTimeout(now mtime.Time) {
 	}
 }
 
-// schedule (re)arms q's timer after anything at now that may have moved its
-// deadline earlier. A later deadline is left to a harmless early wake-up.
+// schedule (re)arms q's timer when something at now may have moved its
+// deadline earlier (q.timerDirty), or when q has none armed. A deadline
+// that moved later is left to a harmless early wake-up.
 func (e *Endpoint) schedule(q *QP, now mtime.Time) {
+	if !q.timerDirty && q.heapIdx >= 0 {
+		return
+	}
+	q.timerDirty = false
 	d := q.deadline(now)
 	if d <= now {
 		d = now + 1 // never spin on one instant
@@ -217,8 +223,10 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx T
 	if free == 0 {
 		return Transmit{}, false
 	}
-	if tx, ok := e.pollEndpoint(now, free, buf); ok {
-		return tx, true
+	if e.epWork {
+		if tx, ok := e.pollEndpoint(now, free, buf); ok {
+			return tx, true
+		}
 	}
 	// Round-robin over ready QPs. A QP that has nothing at all to send
 	// leaves the list; one that only waits for another port stays.
@@ -338,26 +346,30 @@ func (e *Endpoint) String() string {
 	return fmt.Sprintf("mrc.Endpoint{ports=%d qps=%d}", len(e.ports), len(e.qps)-len(e.freeQPN))
 }
 
-// qpQueue is a FIFO of QPs that reuses its storage.
+// qpQueue is a FIFO of QPs: a ring that grows by doubling.
 type qpQueue struct {
-	buf  []*QP
-	head int
+	buf        []*QP // len is a power of two
+	head, size int
 }
 
-func (q *qpQueue) len() int { return len(q.buf) - q.head }
+func (q *qpQueue) len() int { return q.size }
 
 func (q *qpQueue) push(x *QP) {
-	if q.head > 0 && q.head >= len(q.buf)/2 {
-		n := copy(q.buf, q.buf[q.head:])
-		clear(q.buf[n:])
-		q.buf, q.head = q.buf[:n], 0
+	if q.size == len(q.buf) {
+		buf := make([]*QP, max(2*len(q.buf), 4))
+		for i := range q.size {
+			buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = buf, 0
 	}
-	q.buf = append(q.buf, x)
+	q.buf[(q.head+q.size)&(len(q.buf)-1)] = x
+	q.size++
 }
 
 func (q *qpQueue) pop() *QP {
 	x := q.buf[q.head]
 	q.buf[q.head] = nil
-	q.head++
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.size--
 	return x
 }

@@ -91,6 +91,7 @@ func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit {
 	pk.PayloadLen = 0
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
 	q.stats.ProbesSent++
+	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, q.tx.una, slot, 0, "")
 	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: KindProbe}
 }

@@ -54,7 +54,11 @@ type QP struct {
 	now     mtime.Time // the latest time an input or output call passed in
 	heapIdx int        // position in the endpoint's timer heap, or -1
 	heapKey mtime.Time // deadline the heap holds for this QP
-	inReady bool       // queued in the endpoint's ready list
+	// timerDirty says a new deadline may be earlier than heapKey: a first
+	// packet in flight, a first unreported arrival, a retired EV to probe,
+	// a probe in flight, work posted to an idle queue, a state change.
+	timerDirty bool
+	inReady    bool // queued in the endpoint's ready list
 
 	// INIT
 	evp   EVProfile
@@ -256,6 +260,7 @@ func (q *QP) setState(now mtime.Time, s QPState) {
 		t.Trace(&trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
 	}
 	q.state = s
+	q.timerDirty = true
 }
 
 // fail moves the QP to ERROR with err, flushing its work.
@@ -400,6 +405,7 @@ func (q *QP) onEVTransition(t evset.Transition) {
 		}
 	case evset.AssumedBad:
 		q.stats.EVRetired++
+		q.timerDirty = true // its first probe
 	case evset.Denied:
 		q.stats.EVDenied++
 	}

@@ -268,6 +268,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 
 	if r.pendN == 0 {
 		r.pendLo, r.pendHi, r.pendDue = n, n, now.Add(e.cfg.SackDelay)
+		q.timerDirty = true
 	} else {
 		if n.Less(r.pendLo) {
 			r.pendLo = n

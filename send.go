@@ -137,6 +137,7 @@ func (s *sender) post(q *QP, wr WriteRequest, src []byte) error {
 	npkts := max(1, (wr.Length+mtu-1)/mtu)
 	if s.wqeHead == s.wqeTail {
 		s.lastProgress = q.now
+		q.timerDirty = true // the backstop starts
 	}
 	w := &s.wqes[s.wqeTail&uint64(len(s.wqes)-1)]
 	*w = wqe{
@@ -218,7 +219,9 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Tra
 	w := s.wqe(s.wqeSend)
 	size := segSize(w, s.seg, q.ep.cfg.MTU)
 	*s.rec(p) = txPkt{sentAt: now, wqe: uint32(s.wqeSend), seg: s.seg, size: size, slot: slot, state: pktInFlight}
-	s.linkLoss(p)
+	if s.linkLoss(p) {
+		q.timerDirty = true
+	}
 	s.inflight += int(size)
 	s.nxt = s.nxt.Add(1)
 	if s.seg == 0 && w.withImm {
@@ -243,7 +246,9 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	if r.rtx < 255 {
 		r.rtx++
 	}
-	s.linkLoss(p)
+	if s.linkLoss(p) {
+		q.timerDirty = true
+	}
 	s.inflight += int(r.size)
 	q.stats.Retransmits++
 	q.cc.OnSent(now, int(r.size), true)
@@ -320,16 +325,19 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit
 // timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).
 func timestamp(now mtime.Time) uint16 { return uint16(now >> 7) }
 
-// linkLoss appends p to the loss list (it was just transmitted).
-func (s *sender) linkLoss(p psn.PSN) {
+// linkLoss appends p to the loss list (it was just transmitted). It
+// reports whether the list was empty, so that the loss timer must be armed.
+func (s *sender) linkLoss(p psn.PSN) (first bool) {
 	r := s.rec(p)
 	r.prev, r.next = s.lossTail, noPSN
 	if s.lossTail == noPSN {
 		s.lossHead = p
+		first = true
 	} else {
 		s.rec(s.lossTail).next = p
 	}
 	s.lossTail = p
+	return first
 }
 
 func (s *sender) unlinkLoss(p psn.PSN) {

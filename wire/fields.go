@@ -4,15 +4,16 @@ package wire
 // has checked the slice length.
 
 // grow extends b by n bytes and returns the extended slice and the new n
-// bytes, zeroed. It reuses spare capacity, so appending into a buffer that
-// is large enough does not allocate.
+// bytes. It reuses spare capacity, so appending into a buffer that is large
+// enough does not allocate. The new bytes keep whatever the spare capacity
+// held: every Append writes every byte of its header (TestAppendIntoDirty
+// checks this).
 func grow(b []byte, n int) (all, hdr []byte) {
 	l := len(b)
 	if cap(b)-l < n {
 		b = append(b, make([]byte, n)...)
 	} else {
 		b = b[:l+n]
-		clear(b[l:])
 	}
 	return b, b[l : l+n]
 }

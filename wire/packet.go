@@ -63,6 +63,10 @@ type Packet struct {
 	ICRC uint32
 	// HasICRC says the buffer held the whole datagram, ICRC included.
 	HasICRC bool
+	// NoCRC makes AppendPacket write zero for the ICRC and the UDP
+	// checksum instead of computing them: for simulations, which do not
+	// model the NIC's CRC engines. Decode leaves it false.
+	NoCRC bool
 }
 
 // Final returns the destination for the checksum and the ICRC: FinalDst
@@ -209,7 +213,13 @@ func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
 		}
 		b = append(b, payload...)
 		b = append(b, zeroPad[:pad(n)]...)
+		if p.NoCRC {
+			return binary.LittleEndian.AppendUint32(b, 0)
+		}
 		b = binary.LittleEndian.AppendUint32(b, ICRC(ip.Src, final, b[udpOff:]))
+	}
+	if p.NoCRC {
+		return b
 	}
 	c := UDPChecksum(ip.Src, final, b[udpOff:])
 	binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)

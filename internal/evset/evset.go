@@ -11,9 +11,9 @@ package evset
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/openmrc/mrc/internal/xrand"
 	"github.com/openmrc/mrc/mtime"
 )
 
@@ -351,7 +351,7 @@ func (s *Set) PlaneUp(p int) bool { return s.planes[p].up }
 // the EV is drawn uniformly from the active list, avoiding EVs in Skip.
 // When every candidate rests in Skip, a Skip EV is used rather than
 // stalling. ok is false when no plane in mask can send.
-func (s *Set) Pick(now mtime.Time, mask uint32, r *rand.Rand) (slot Slot, ok bool) {
+func (s *Set) Pick(now mtime.Time, mask uint32, r *xrand.Rand) (slot Slot, ok bool) {
 	n := len(s.planes)
 	var fallback Slot
 	haveFallback := false
@@ -376,7 +376,7 @@ func (s *Set) Pick(now mtime.Time, mask uint32, r *rand.Rand) (slot Slot, ok boo
 
 // pickInPlane draws a non-resting active EV from pl: a few random draws,
 // then a scan from a random start.
-func (s *Set) pickInPlane(pl *plane, now mtime.Time, r *rand.Rand) (Slot, bool) {
+func (s *Set) pickInPlane(pl *plane, now mtime.Time, r *xrand.Rand) (Slot, bool) {
 	n := len(pl.active)
 	for range 3 {
 		slot := pl.active[r.IntN(n)]

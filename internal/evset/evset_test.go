@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/internal/golden"
+	"github.com/openmrc/mrc/internal/xrand"
 	"github.com/openmrc/mrc/mtime"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestTranscript(t *testing.T) {
 	var s *Set
 	var out []string
-	r := rand.New(rand.NewPCG(1, 1))
+	r := xrand.New(1)
 	at := func(c golden.Cmd) mtime.Time { return mtime.Time(c.Duration(t, "t", 0)) }
 	slot := func(c golden.Cmd) Slot {
 		n := c.Int(t, "ev", -1)
@@ -135,6 +136,7 @@ func TestTranscript(t *testing.T) {
 func TestPickSpreadsEvenly(t *testing.T) {
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 3))
+		pr := xrand.New(seed)
 		planes, active := 1+r.IntN(8), 1+r.IntN(32)
 		vals := make([]uint32, planes*active*2)
 		for i := range vals {
@@ -148,7 +150,7 @@ func TestPickSpreadsEvenly(t *testing.T) {
 		counts := make([]int, s.Len())
 		perPlane := make([]int, planes)
 		for range n {
-			sl, ok := s.Pick(0, ^uint32(0), r)
+			sl, ok := s.Pick(0, ^uint32(0), pr)
 			if !ok {
 				t.Fatal("no EV")
 			}
@@ -181,6 +183,7 @@ func TestPickSpreadsEvenly(t *testing.T) {
 func TestInvariantsUnderRandomSignals(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 9))
+		pr := xrand.New(seed)
 		cfg := Config{Planes: 1 + r.IntN(4), ActivePerPlane: 1 + r.IntN(6), BackupPerPlane: r.IntN(4)}
 		cfg = cfg.WithDefaults()
 		vals := make([]uint32, cfg.Planes*(cfg.ActivePerPlane+cfg.BackupPerPlane))
@@ -217,7 +220,7 @@ func TestInvariantsUnderRandomSignals(t *testing.T) {
 					s.Allow(now, sl)
 				}
 			case 8:
-				if _, ok := s.Pick(now, ^uint32(0), r); !ok && s.Usable(^uint32(0)) {
+				if _, ok := s.Pick(now, ^uint32(0), pr); !ok && s.Usable(^uint32(0)) {
 					t.Fatalf("seed %d step %d: Pick failed while usable", seed, step)
 				}
 			}

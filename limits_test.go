@@ -1,0 +1,124 @@
+package mrc_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"net/netip"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/mtime"
+)
+
+// TestWriteImmLimit: a requester keeps at most MaxWimm WRITE_IMMs in flight,
+// so a responder accepting that many never refuses one; a requester
+// allowed more than the responder accepts is refused with NACK WIMM_LIMIT
+// and its QP fails.
+func TestWriteImmLimit(t *testing.T) {
+	run := func(maxWimm, maxWimmDest int) *transfer {
+		// Jitter reorders packets, so WRITE_IMMs overtake each other.
+		n, err := testnet.New(testnet.Config{Seed: 21, Planes: 2, Jitter: 3 * time.Microsecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &transfer{t: t, net: n, done: map[uint64]int{}, imms: map[uint32]int{}}
+		qs := [2]*mrc.QP{}
+		for s := range 2 {
+			qs[s], _ = n.Endpoint(testnet.Side(s)).CreateQP()
+			if err := qs[s].Init(0, mrc.InitAttr{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for s := range 2 {
+			o := 1 - s
+			err := qs[s].ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: []netip.Addr{testnet.Addr(testnet.Side(o), 0), testnet.Addr(testnet.Side(o), 1)}, MaxWimmDest: maxWimmDest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := qs[s].ReadyToSend(0, mrc.RTSAttr{MaxWimm: maxWimm}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x.qa, x.qb = qs[0], qs[1]
+		x.src = make([]byte, 40*4096)
+		x.dst = make([]byte, len(x.src)+2*guard)
+		for i := range x.dst {
+			x.dst[i] = 0xA5
+		}
+		x.dstMR, _ = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard : guard+len(x.src)])
+		n.OnEvent = func(s testnet.Side, ev mrc.Event) {
+			switch {
+			case ev.Kind == mrc.EventWriteDone && ev.Err == nil:
+				x.done[ev.WRID]++
+			case ev.Kind == mrc.EventRecvImm:
+				x.imms[ev.Imm]++
+			case ev.Kind == mrc.EventQPError || ev.Err != nil:
+				x.errs = append(x.errs, ev)
+			}
+		}
+		x.postAllImm(40)
+		n.RunUntil(mtime.Time(time.Second), x.finished)
+		return x
+	}
+
+	x := run(4, 4)
+	x.check()
+	if d := x.net.Endpoint(testnet.B).Stats().Drops[mrc.DropWimmLimit]; d != 0 {
+		t.Fatalf("the responder refused %d WRITE_IMMs although the requester kept to the limit", d)
+	}
+
+	x = run(16, 2)
+	if !errors.Is(x.qa.Err(), mrc.ErrRemoteFatal) {
+		t.Fatalf("requester allowed 16 WRITE_IMMs against a responder accepting 2: QP %v, err %v", x.qa.State(), x.qa.Err())
+	}
+	if x.qb.Stats().Drops[mrc.DropWimmLimit] == 0 {
+		t.Fatal("the responder never refused a WRITE_IMM over its limit")
+	}
+}
+
+// postAllImm posts n one-packet WRITE_IMMs.
+func (x *transfer) postAllImm(n int) {
+	srcMR, err := x.net.Endpoint(testnet.A).RegisterMemory(x.src)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	size := len(x.src) / n
+	for i := range n {
+		x.qb.PostRecv(uint64(i))
+		x.wantImm++
+		err := x.qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: srcMR, LocalOffset: uint64(i * size),
+			Remote: x.dstMR, RemoteOffset: uint64(i * size), Length: uint64(size), WithImm: true, Imm: uint32(i)})
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		x.posted++
+	}
+	x.net.Kick(testnet.A)
+}
+
+// TestReceivePenalty: a responder that advertises the largest flow-control
+// penalty (rcv_cwnd_pen 127) shrinks the requester's window to about one
+// packet; lifting it lets the window grow back.
+func TestReceivePenalty(t *testing.T) {
+	x := newTransfer(t, testnet.Config{Seed: 8, Planes: 2}, mrc.EVProfile{}, mrc.RTSAttr{}, 16<<20)
+	x.postAll(16)
+	x.net.RunUntil(mtime.Time(20*time.Microsecond), func() bool { return false })
+	before, _ := x.qa.Window()
+	x.qb.SetReceivePenalty(127)
+	x.net.RunUntil(x.net.Now().Add(60*time.Microsecond), func() bool { return false })
+	during, _ := x.qa.Window()
+	if during > 2*4096 || during >= before {
+		t.Fatalf("window %d under the full penalty (was %d), want about one MTU", during, before)
+	}
+	x.qb.SetReceivePenalty(0)
+	if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+		t.Fatal("transfer unfinished after the penalty was lifted")
+	}
+	x.check()
+	after, _ := x.qa.Window()
+	if after <= during {
+		t.Fatalf("window %d after the penalty was lifted, not above %d", after, during)
+	}
+}

@@ -35,7 +35,7 @@ type receiver struct {
 	win       *rxwin.Window
 	maxWimm   int
 	immNext   uint16    // RQMSN of the next WRITE_IMM to complete
-	imms      []immSlot // by RQMSN modulo len
+	imms      []immSlot // by RQMSN modulo maxWimm; allocated at the first WRITE_IMM
 	recvs     []uint64  // posted receives, oldest first
 	recvHead  int
 	rcvdBytes uint64
@@ -50,7 +50,7 @@ type receiver struct {
 	// recent SACK: a retransmission of a PSN already received means that
 	// SACK was lost, so its EV is suspect (the reverse-path repair of
 	// docs/spec-gaps.md).
-	report    []reportRec // by PSN modulo len
+	report    [reportLen]uint32 // by PSN modulo reportLen: see reportEntry
 	sackSeq   uint16      // sequence number of the next SACK
 	sackSlots [64]sentSACK
 
@@ -60,10 +60,16 @@ type receiver struct {
 	started bool
 }
 
-// reportRec says which SACK first reported a PSN.
-type reportRec struct {
-	psn psn.PSN
-	seq uint16
+// reportLen is how many recent PSNs remember the SACK that reported them:
+// a retransmission arrives about one loss timeout after the original, a
+// window's worth of PSNs at most.
+const reportLen = 256
+
+// reportEntry packs the sequence number of the SACK that first reported
+// PSN n with n's bits above the ring index (n>>8: the top 16 of its 24
+// bits), so that an entry left by an older PSN is recognised.
+func reportEntry(n psn.PSN, seq uint16) uint32 {
+	return uint32(seq)<<16 | uint32(n>>8)&0xffff
 }
 
 // sentSACK records the EV a SACK went out on.
@@ -74,32 +80,24 @@ type sentSACK struct {
 }
 
 func (r *receiver) init(start psn.PSN, mpr, maxWimm int) {
-	size := 1
-	for size < mpr*128 {
-		size <<= 1
-	}
 	*r = receiver{
 		win:     rxwin.New(start, mpr*128),
 		maxWimm: maxWimm,
-		imms:    make([]immSlot, maxWimm),
-		report:  make([]reportRec, size),
 		recvs:   r.recvs, // receives may be posted from INIT on
 		started: true,
-	}
-	for i := range r.report {
-		r.report[i].psn = noPSN
 	}
 }
 
 // suspectReverse retires the EV of the SACK that first reported n, which
 // the requester evidently never got.
 func (r *receiver) suspectReverse(q *QP, now mtime.Time, n psn.PSN) {
-	rr := &r.report[int(n)&(len(r.report)-1)]
-	if rr.psn != n {
-		return
+	e := r.report[n%reportLen]
+	seq := uint16(e >> 16)
+	if e != reportEntry(n, seq) {
+		return // the entry belongs to an older PSN
 	}
-	ss := &r.sackSlots[rr.seq%uint16(len(r.sackSlots))]
-	if !ss.valid || ss.seq != rr.seq {
+	ss := &r.sackSlots[seq%uint16(len(r.sackSlots))]
+	if !ss.valid || ss.seq != seq {
 		return
 	}
 	ss.valid = false
@@ -251,7 +249,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		r.flushSACK(q, false)
 	}
 	r.win.Mark(n)
-	r.report[int(n)&(len(r.report)-1)] = reportRec{psn: n, seq: r.sackSeq}
+	r.report[n%reportLen] = reportEntry(n, r.sackSeq)
 	r.rcvdBytes += size
 	q.stats.DataReceived++
 	q.stats.PayloadReceived += size
@@ -262,6 +260,9 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		t.Trace(&trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: t0.ev, Plane: port, Bytes: int(size)})
 	}
 	if p.BTH.Opcode.HasImm() {
+		if r.imms == nil {
+			r.imms = make([]immSlot, r.maxWimm)
+		}
 		r.imms[int(rq)%len(r.imms)] = immSlot{psn: n, imm: uint32(p.Imm), bytes: p.RETH.DMALen, valid: true}
 	}
 	r.deliverImms(q, now)
@@ -287,7 +288,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 // deliverImms completes, in order, every WRITE_IMM whose packets and
 // predecessors have all arrived and for which a receive is posted.
 func (r *receiver) deliverImms(q *QP, now mtime.Time) {
-	if !r.started {
+	if !r.started || r.imms == nil {
 		return
 	}
 	for r.recvHead < len(r.recvs) {
@@ -373,7 +374,7 @@ type ctrlQueue struct {
 	head, size int
 }
 
-const ctrlQueueLen = 32
+const ctrlQueueLen = 16
 
 func (c *ctrlQueue) push(p ctrlPkt) {
 	if c.size == ctrlQueueLen {

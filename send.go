@@ -103,7 +103,6 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		retryExp:     a.RetryExp,
 		lastProgress: now,
 	}
-	s.grow(min(64, s.window))
 }
 
 // grow resizes the record ring to hold at least n PSNs.
@@ -213,7 +212,7 @@ func (s *sender) rtxReady(q *QP) bool {
 // sendNew writes the next new data packet on EV slot.
 func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Transmit {
 	if s.nxt.Sub(s.una) >= len(s.ring) {
-		s.grow(s.nxt.Sub(s.una) + 1)
+		s.grow(max(s.nxt.Sub(s.una)+1, 16))
 	}
 	p := s.nxt
 	w := s.wqe(s.wqeSend)

@@ -32,9 +32,15 @@ type AETH struct {
 // Append appends the AETHLen-byte encoding of h to b.
 func (h *AETH) Append(b []byte) []byte {
 	b, w := grow(b, AETHLen)
+	h.put(w)
+	return b
+}
+
+// put writes the header into w[:AETHLen].
+func (h *AETH) put(w []byte) {
+	w = w[:AETHLen]
 	w[aethOffSyndrome] = h.Syndrome
 	put24(w[aethOffMSN:], h.MSN)
-	return b
 }
 
 // Decode decodes an AETH from the start of b and returns AETHLen.

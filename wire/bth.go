@@ -64,6 +64,13 @@ type BTH struct {
 // Append appends the BTHLen-byte encoding of h to b.
 func (h *BTH) Append(b []byte) []byte {
 	b, w := grow(b, BTHLen)
+	h.put(w)
+	return b
+}
+
+// put writes the header into w[:BTHLen].
+func (h *BTH) put(w []byte) {
+	w = w[:BTHLen]
 	w[bthOffOpcode] = byte(h.Opcode)
 	w[bthOffFlags] = flag(h.SE, bthSE) | flag(h.MigReq, bthMigReq) |
 		(h.PadCnt&bthPadMask)<<bthPadShift | h.TVer&bthTVerMask
@@ -72,7 +79,6 @@ func (h *BTH) Append(b []byte) []byte {
 	put24(w[bthOffDestQP:], h.DestQP)
 	w[bthOffAck] = flag(h.AckReq, bthAckReq) | flag(h.Rtx, bthRtx) | flag(h.TS, bthTS) | h.Resv&BTHResvMask
 	put24(w[bthOffPSN:], h.PSN)
-	return b
 }
 
 // Decode decodes a BTH from the start of b and returns BTHLen.

@@ -81,6 +81,12 @@ type EPRequest struct {
 // Append appends the ERTHLen-byte encoding of r to b.
 func (r *EPRequest) Append(b []byte) []byte {
 	b, w := grow(b, ERTHLen)
+	r.put(w)
+	return b
+}
+
+// put writes the header into w[:ERTHLen].
+func (r *EPRequest) put(w []byte) {
 	w = w[:ERTHLen]
 	putTypeNext(w, r.Type, r.NextHdr)
 	w[erthOffFlags] |= r.Resv1&erthResv1Mask | uint8(r.Op)&erthOpMask
@@ -89,7 +95,6 @@ func (r *EPRequest) Append(b []byte) []byte {
 	binary.BigEndian.PutUint32(w[erthOffMask:], r.PortStatusMask)
 	binary.BigEndian.PutUint32(w[erthOffResv8:], r.Resv8)
 	r.TS.put(w[erthOffTS:])
-	return b
 }
 
 // Decode decodes an ERTH from the start of b and returns ERTHLen.
@@ -127,6 +132,12 @@ type EPResponse struct {
 // Append appends the EETHLen-byte encoding of r to b.
 func (r *EPResponse) Append(b []byte) []byte {
 	b, w := grow(b, EETHLen)
+	r.put(w)
+	return b
+}
+
+// put writes the header into w[:EETHLen].
+func (r *EPResponse) put(w []byte) {
 	w = w[:EETHLen]
 	putTypeNext(w, r.Type, r.NextHdr)
 	w[eethOffFlags] |= r.Resv1&eethResv1Mask | (uint8(r.Op)&eethOpMask)<<eethOpShift
@@ -136,7 +147,6 @@ func (r *EPResponse) Append(b []byte) []byte {
 	copy(w[eethOffResv10:], r.Resv10[:])
 	binary.BigEndian.PutUint16(w[eethOffTimestamp:], r.TxTimestamp)
 	copy(w[eethOffResv30:], r.Resv30[:])
-	return b
 }
 
 // Decode decodes an EETH from the start of b and returns EETHLen.

@@ -91,6 +91,12 @@ func (h *IPv6) SetECN(e ECN) {
 // Append appends the IPv6Len-byte encoding of h to b.
 func (h *IPv6) Append(b []byte) []byte {
 	b, w := grow(b, IPv6Len)
+	h.put(w)
+	return b
+}
+
+// put writes the header into w[:IPv6Len].
+func (h *IPv6) put(w []byte) {
 	w = w[:IPv6Len]
 	putVerTCFlow(w, h.TrafficClass, h.FlowLabel)
 	binary.BigEndian.PutUint16(w[ipv6OffPayloadLen:], h.PayloadLen)
@@ -98,7 +104,6 @@ func (h *IPv6) Append(b []byte) []byte {
 	w[ipv6OffHopLimit] = h.HopLimit
 	copy(w[ipv6OffSrc:], h.Src[:])
 	copy(w[ipv6OffDst:], h.Dst[:])
-	return b
 }
 
 // putVerTCFlow writes the version, traffic class and flow label into the

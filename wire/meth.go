@@ -22,9 +22,15 @@ type METH struct {
 // Append appends the METHLen-byte encoding of h to b.
 func (h *METH) Append(b []byte) []byte {
 	b, w := grow(b, METHLen)
+	h.put(w)
+	return b
+}
+
+// put writes the header into w[:METHLen].
+func (h *METH) put(w []byte) {
+	w = w[:METHLen]
 	binary.BigEndian.PutUint16(w[methOffRQMSN:], h.RQMSN)
 	binary.BigEndian.PutUint16(w[methOffMSN:], h.MSN)
-	return b
 }
 
 // Decode decodes a METH from the start of b and returns METHLen.

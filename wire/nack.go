@@ -91,6 +91,12 @@ type NACK struct {
 // Append appends the NETHLen-byte encoding of n to b.
 func (n *NACK) Append(b []byte) []byte {
 	b, w := grow(b, NETHLen)
+	n.put(w)
+	return b
+}
+
+// put writes the header into w[:NETHLen].
+func (n *NACK) put(w []byte) {
 	w = w[:NETHLen]
 	putTypeNext(w, n.Type, n.NextHdr)
 	w[nethOffFlags] |= n.Resv1 & nethResv1Mask
@@ -104,7 +110,6 @@ func (n *NACK) Append(b []byte) []byte {
 	w[nethOffCC] = putCC(n.CCType, n.CCFlags)
 	w[nethOffResv17] = n.Resv17
 	binary.BigEndian.PutUint16(w[nethOffTimestamp:], n.TxTimestamp)
-	return b
 }
 
 // Decode decodes a NETH from the start of b and returns NETHLen.

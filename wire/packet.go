@@ -163,48 +163,54 @@ var zeroPad [3]byte
 // payload.
 func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
 	n := max(p.PayloadLen, len(payload))
-	udpLen, _ := p.lengths(n)
+	hlen := p.BTH.Opcode.HeaderLen(p.BTH.TS) // BTH and extension headers
+	udpLen := UDPLen + hlen
+	if !p.Trimmed {
+		udpLen += n + pad(n) + ICRCLen
+	}
 	srhLen := 0
 	if p.HasSRH {
 		srhLen = p.SRH.Len()
 	}
 
-	ip := p.IP
-	ip.NextHeader = ProtoUDP
-	ip.PayloadLen = uint16(udpLen)
-	first, inner := &ip, uint8(ProtoUDP) // outermost header, and what its chain leads to
-	var outer IPv6
+	// The outermost header, then the SRH, then everything up to the
+	// payload in one piece.
+	first, firstLen, inner := &p.IP, srhLen+udpLen, uint8(ProtoUDP)
 	if p.Encap {
-		outer = p.Outer
-		outer.PayloadLen = uint16(srhLen + IPv6Len + udpLen)
-		first, inner = &outer, ProtoIPv6
-	} else {
-		ip.PayloadLen = uint16(srhLen + udpLen)
+		first, firstLen, inner = &p.Outer, srhLen+IPv6Len+udpLen, ProtoIPv6
 	}
-	first.NextHeader = inner
+	nh := inner
 	if p.HasSRH {
-		first.NextHeader = ProtoRouting
+		nh = ProtoRouting
 	}
-	b = first.Append(b)
+	b, w := grow(b, IPv6Len)
+	putIPv6(w, first, firstLen, nh)
 	if p.HasSRH {
 		at := len(b)
 		b = p.SRH.Append(b)
 		b[at+srhOffNextHdr] = inner
 	}
+	rest := UDPLen + hlen
 	if p.Encap {
-		b = ip.Append(b)
+		rest += IPv6Len
 	}
-
-	udpOff := len(b)
-	u := p.UDP
-	u.Length, u.Checksum = uint16(udpLen), 0
-	b = u.Append(b)
-	bth := p.BTH
+	b, w = grow(b, rest)
+	if p.Encap {
+		putIPv6(w, &p.IP, udpLen, ProtoUDP)
+		w = w[IPv6Len:]
+	}
+	udpOff := len(b) - UDPLen - hlen
+	u := w[:UDPLen]
+	binary.BigEndian.PutUint16(u[udpOffSrcPort:], p.UDP.SrcPort)
+	binary.BigEndian.PutUint16(u[udpOffDstPort:], p.UDP.DstPort)
+	binary.BigEndian.PutUint16(u[udpOffLength:], uint16(udpLen))
+	binary.BigEndian.PutUint16(u[udpOffChecksum:], 0)
+	bth := w[UDPLen : UDPLen+BTHLen]
+	p.BTH.put(bth)
 	if !p.Trimmed {
-		bth.PadCnt = uint8(pad(n))
+		bth[bthOffFlags] = bth[bthOffFlags]&^(bthPadMask<<bthPadShift) | uint8(pad(n))<<bthPadShift
 	}
-	b = bth.Append(b)
-	b = p.appendExt(b)
+	p.putExt(w[UDPLen+BTHLen : UDPLen+hlen])
 
 	final := p.Final()
 	if !p.Trimmed {
@@ -216,42 +222,51 @@ func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
 		if p.NoCRC {
 			return binary.LittleEndian.AppendUint32(b, 0)
 		}
-		b = binary.LittleEndian.AppendUint32(b, ICRC(ip.Src, final, b[udpOff:]))
+		b = binary.LittleEndian.AppendUint32(b, ICRC(p.IP.Src, final, b[udpOff:]))
 	}
 	if p.NoCRC {
 		return b
 	}
-	c := UDPChecksum(ip.Src, final, b[udpOff:])
+	c := UDPChecksum(p.IP.Src, final, b[udpOff:])
 	binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)
 	return b
 }
 
-// appendExt appends the extension headers the opcode implies.
-func (p *Packet) appendExt(b []byte) []byte {
+// putIPv6 writes h into w with the given payload length and next header.
+func putIPv6(w []byte, h *IPv6, payloadLen int, nextHeader uint8) {
+	h.put(w)
+	binary.BigEndian.PutUint16(w[ipv6OffPayloadLen:], uint16(payloadLen))
+	w[ipv6OffNextHeader] = nextHeader
+}
+
+// putExt writes the extension headers p's opcode carries into w, which
+// holds exactly their length.
+func (p *Packet) putExt(w []byte) {
 	switch op := p.BTH.Opcode; {
 	case op.IsData():
-		b = p.METH.Append(b)
+		p.METH.put(w)
+		w = w[METHLen:]
 		if p.BTH.TS {
-			b = p.TSETH.Append(b)
+			p.TSETH.put(w)
+			w = w[TSETHLen:]
 		}
-		b = p.RETH.Append(b)
+		p.RETH.put(w)
 		if op.HasImm() {
-			b = p.Imm.Append(b)
+			p.Imm.put(w[RETHLen:])
 		}
 	case op == OpAck:
-		b = p.AETH.Append(b)
+		p.AETH.put(w)
 	case op == OpSACK:
-		b = p.SACK.Append(b)
+		p.SACK.put(w)
 	case op == OpNACK:
-		b = p.NACK.Append(b)
+		p.NACK.put(w)
 	case op == OpProbe:
-		b = p.Probe.Append(b)
+		p.Probe.put(w)
 	case op == OpEndpointRequest:
-		b = p.EPReq.Append(b)
+		p.EPReq.put(w)
 	case op == OpEndpointResponse:
-		b = p.EPResp.Append(b)
+		p.EPResp.put(w)
 	}
-	return b
 }
 
 // Decode decodes the datagram at the start of b into p, replacing all of

@@ -39,6 +39,12 @@ type Probe struct {
 // Append appends the PETHLen-byte encoding of p to b.
 func (p *Probe) Append(b []byte) []byte {
 	b, w := grow(b, PETHLen)
+	p.put(w)
+	return b
+}
+
+// put writes the header into w[:PETHLen].
+func (p *Probe) put(w []byte) {
 	w = w[:PETHLen]
 	putTypeNext(w, p.Type, p.NextHdr)
 	w[pethOffFlags] |= p.Resv1 & pethResv1Mask
@@ -49,7 +55,6 @@ func (p *Probe) Append(b []byte) []byte {
 	binary.BigEndian.PutUint16(w[pethOffSPDCID:], p.SPDCID)
 	binary.BigEndian.PutUint16(w[pethOffDPDCID:], p.DPDCID)
 	p.TS.put(w[pethOffTS:])
-	return b
 }
 
 // Decode decodes a PETH from the start of b and returns PETHLen.

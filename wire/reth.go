@@ -27,10 +27,16 @@ type RETH struct {
 // Append appends the RETHLen-byte encoding of h to b.
 func (h *RETH) Append(b []byte) []byte {
 	b, w := grow(b, RETHLen)
+	h.put(w)
+	return b
+}
+
+// put writes the header into w[:RETHLen].
+func (h *RETH) put(w []byte) {
+	w = w[:RETHLen]
 	binary.BigEndian.PutUint64(w[rethOffVA:], h.VA)
 	binary.BigEndian.PutUint32(w[rethOffRKey:], h.RKey)
 	binary.BigEndian.PutUint32(w[rethOffDMALen:], h.DMALen)
-	return b
 }
 
 // Decode decodes a RETH from the start of b and returns RETHLen.
@@ -53,6 +59,9 @@ type ImmDt uint32
 func (h *ImmDt) Append(b []byte) []byte {
 	return binary.BigEndian.AppendUint32(b, uint32(*h))
 }
+
+// put writes the immediate into w[:ImmDtLen].
+func (h *ImmDt) put(w []byte) { binary.BigEndian.PutUint32(w, uint32(*h)) }
 
 // Decode decodes an ImmDt from the start of b and returns ImmDtLen.
 func (h *ImmDt) Decode(b []byte) (int, error) {

@@ -166,6 +166,12 @@ type SACK struct {
 // Append appends the SACKLen-byte encoding of s (SETH, then CC_STATE) to b.
 func (s *SACK) Append(b []byte) []byte {
 	b, w := grow(b, SACKLen)
+	s.put(w)
+	return b
+}
+
+// put writes the header into w[:SACKLen].
+func (s *SACK) put(w []byte) {
 	w = w[:SACKLen]
 	putTypeNext(w, s.Type, s.NextHdr)
 	w[sethOffFlags] |= (uint8(s.M)&sethMMask)<<sethMShift | flag(s.PR, sethPR) | s.Resv1&SETHResvMask
@@ -180,7 +186,6 @@ func (s *SACK) Append(b []byte) []byte {
 	binary.BigEndian.PutUint16(w[sethOffSackOffset:], uint16(s.SackOffset))
 	binary.BigEndian.PutUint64(w[sethOffBitmap:], s.SackBitmap)
 	s.CC.put(w[SETHLen:])
-	return b
 }
 
 // Decode decodes a SETH and its CC_STATE from the start of b and returns

@@ -31,11 +31,17 @@ type UDP struct {
 // Append appends the UDPLen-byte encoding of h to b.
 func (h *UDP) Append(b []byte) []byte {
 	b, w := grow(b, UDPLen)
+	h.put(w)
+	return b
+}
+
+// put writes the header into w[:UDPLen].
+func (h *UDP) put(w []byte) {
+	w = w[:UDPLen]
 	binary.BigEndian.PutUint16(w[udpOffSrcPort:], h.SrcPort)
 	binary.BigEndian.PutUint16(w[udpOffDstPort:], h.DstPort)
 	binary.BigEndian.PutUint16(w[udpOffLength:], h.Length)
 	binary.BigEndian.PutUint16(w[udpOffChecksum:], h.Checksum)
-	return b
 }
 
 // Decode decodes a UDP header from the start of b and returns UDPLen.

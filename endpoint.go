@@ -39,8 +39,13 @@ const (
 	KindEndpoint
 )
 
+var kindNames = [...]string{"data", "retransmit", "sack", "nack", "probe", "endpoint"}
+
 func (k PacketKind) String() string {
-	return [...]string{"data", "retransmit", "sack", "nack", "probe", "endpoint"}[k]
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("PacketKind(%d)", uint8(k))
 }
 
 // MaxHeaderLen is the largest header stack the endpoint writes: outer IPv6,

@@ -85,6 +85,10 @@ type Endpoint struct {
 	tx wire.Packet // encode scratch
 }
 
+// pkeyMask selects the partition of a P_Key; its top bit is the
+// membership type, which RoCE ignores (IBTA §10.9.3).
+const pkeyMask = 0x7fff
+
 // firstQPN is the lowest QP number handed out; 0–2 are reserved (QPN 2
 // addresses endpoint operations, digest §3.7).
 const firstQPN = 0x100
@@ -268,6 +272,10 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 	}
 	if p.UDP.DstPort != wire.UDPPortRoCEv2 || !p.BTH.Opcode.Known() {
 		e.drop(now, &e.stats, 0, DropNotMRC)
+		return
+	}
+	if p.BTH.PKey&pkeyMask != wire.PKeyDefault&pkeyMask {
+		e.drop(now, &e.stats, 0, DropBadPKey)
 		return
 	}
 	if e.cfg.Encap == EncapUSID {

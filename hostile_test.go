@@ -82,6 +82,7 @@ func TestHostilePackets(t *testing.T) {
 		{"VA past region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr + mr.Len - 100 }), mrc.DropBounds},
 		{"VA wraps", forge(func(p *wire.Packet) { p.RETH.VA = ^uint64(0) - 10 }), mrc.DropBounds},
 		{"wrong port", forge(func(p *wire.Packet) { p.UDP.DstPort = 4792 }), mrc.DropNotMRC},
+		{"wrong P_Key", forge(func(p *wire.Packet) { p.BTH.PKey = 0x1234 }), mrc.DropBadPKey},
 		{"unknown opcode", forge(func(p *wire.Packet) { p.BTH.Opcode = 0x04 }), mrc.DropMalformed},
 	}
 	before := append([]byte(nil), x.dst...)

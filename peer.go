@@ -202,12 +202,12 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free PortMask, buf []byte) (Tran
 		switch {
 		case p.respond:
 			p.respond = false
-			pk.BTH = wire.BTH{Opcode: wire.OpEndpointResponse, DestQP: wire.QPNEndpoint}
+			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointResponse, DestQP: wire.QPNEndpoint}
 			pk.EPResp = wire.EPResponse{Op: wire.EPPortStatusUpdate, PortStatusMask: uint32(e.up), ReqID: p.respondID, TxTimestamp: p.respondID}
 		case p.announce && p.due <= now:
 			p.tries++
 			p.due = now.Add(e.cfg.LossTimeout << min(p.tries, 10))
-			pk.BTH = wire.BTH{Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
+			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
 			pk.EPReq = wire.EPRequest{Op: wire.EPPortStatusUpdate, PortStatusMask: uint32(e.up), TS: wire.TSETH{TxTimestamp: p.reqID, FType: wire.TSETHFType}}
 			e.stats.PortUpdateSent++
 		default:

@@ -86,7 +86,7 @@ func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit {
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Data, wire.ECT0)
 	q.tx.probeID++
-	pk.BTH = wire.BTH{Opcode: wire.OpProbe, DestQP: q.remoteQPN, AckReq: true, PSN: uint32(q.tx.una)}
+	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpProbe, DestQP: q.remoteQPN, AckReq: true, PSN: uint32(q.tx.una)}
 	pk.Probe = wire.Probe{ProbeID: q.tx.probeID, TS: wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}}
 	pk.PayloadLen = 0
 	n := len(wire.AppendPacket(buf[:0], pk, nil))

@@ -402,7 +402,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 	pk.PayloadLen = 0
 	switch c.kind {
 	case KindSACK:
-		pk.BTH = wire.BTH{Opcode: wire.OpSACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
+		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpSACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
 		pk.SACK = wire.SACK{
 			M:            c.m,
 			PR:           c.probe,
@@ -421,7 +421,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			},
 		}
 	default:
-		pk.BTH = wire.BTH{Opcode: wire.OpNACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
+		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpNACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
 		pk.NACK = wire.NACK{Reason: c.reason, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, nil))

@@ -19,12 +19,13 @@ const (
 	DropPhantom                       // payload not carried but the region has memory
 	DropWimmLimit                     // more WRITE_IMMs outstanding than MaxWimmDest
 	DropStale                         // a SACK or NACK about PSNs not in flight
+	DropBadPKey                       // P_Key is not the default partition's
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"malformed", "bad_icrc", "bad_checksum", "not_mrc", "unknown_qp", "qp_state",
-	"bad_source", "out_of_window", "bad_rkey", "bounds", "phantom", "wimm_limit", "stale",
+	"bad_source", "out_of_window", "bad_rkey", "bounds", "phantom", "wimm_limit", "stale", "bad_pkey",
 }
 
 func (r DropReason) String() string {

@@ -73,8 +73,9 @@ type Net struct {
 	portDown  [2][]bool
 	flaps     []flap
 	Stats     Stats
-	Tap       func(now mtime.Time, from Side, tx mrc.Transmit, pkt []byte) // sees every packet sent
-	OnEvent   func(side Side, ev mrc.Event)                                // sees every endpoint event
+	Tap       func(now mtime.Time, from Side, tx mrc.Transmit, pkt []byte)     // sees every packet sent
+	Deliver   func(now mtime.Time, to Side, port int, pkt []byte, wireLen int) // sees every packet delivered, as the network left it
+	OnEvent   func(side Side, ev mrc.Event)                                    // sees every endpoint event
 	pathPaths PathCount
 }
 
@@ -400,6 +401,9 @@ func (n *Net) Step() bool {
 	case evDeliver:
 		if !n.portDown[e.side][e.port] {
 			n.Stats.Delivered++
+			if n.Deliver != nil {
+				n.Deliver(n.now, e.side, e.port, e.pkt, e.wlen)
+			}
 			n.eps[e.side].HandleDatagram(n.now, e.port, e.pkt, e.wlen)
 		}
 	case evWake:

@@ -51,7 +51,7 @@ type receiver struct {
 	// SACK was lost, so its EV is suspect (the reverse-path repair of
 	// docs/spec-gaps.md).
 	report    [reportLen]uint32 // by PSN modulo reportLen: see reportEntry
-	sackSeq   uint16      // sequence number of the next SACK
+	sackSeq   uint16            // sequence number of the next SACK
 	sackSlots [64]sentSACK
 
 	penalty uint8 // rcv_cwnd_pen to advertise

@@ -1,0 +1,474 @@
+package perf
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/udpio"
+	"github.com/openmrc/mrc/wire"
+)
+
+// ClientConfig configures a client run. Zero fields take the defaults in
+// their comments.
+type ClientConfig struct {
+	Addr     netip.AddrPort // the server's control address
+	Bytes    int64          // bytes to move (default 1 GiB unless Duration is set)
+	Duration time.Duration  // or move data for this long
+
+	Planes      int  // planes, one socket each per side (default 1)
+	EVs         int  // active EVs per plane (default 16)
+	MTU         int  // payload per packet (default 4096)
+	Chunk       int  // bytes per WRITE_IMM (default 1 MiB)
+	RingChunks  int  // chunks in the server's region (default 16)
+	SourcePorts int  // sockets per plane: the EV→source-port pool (default 1)
+	FlowLabels  bool // carry the EV in the outer IPv6 flow label
+	NoGSO       bool
+	NoGRO       bool
+	Phantom     bool   // move no payload bytes (nothing to verify)
+	Seed        uint64 // pattern and endpoint seed (default 1)
+
+	BaseRTT      time.Duration // endpoint base RTT (default 100 µs)
+	LossTimeout  time.Duration // per-packet loss timer floor (default 20 ms: a shared host stalls a process for milliseconds)
+	RetryTimeout time.Duration // QP timeout per retry (default 64 ms)
+	Retries      int           // retries before the QP gives up (default 9; about 1.4 s with the default timeout)
+	Drop         float64       // drop this fraction of received packets, on both sides (testing)
+	// SkipICRC makes both endpoints skip verifying the inner UDP
+	// checksum and the ICRC of what they receive: the kernel has
+	// verified the outer UDP checksum, which covers the same bytes.
+	SkipICRC bool
+	// DialTimeout bounds the control connection's setup (default 5 s).
+	DialTimeout time.Duration
+	// TCP runs the kernel-TCP baseline instead: the same chunks and checks
+	// over one TCP connection (the UDP and MRC options do not apply).
+	TCP bool
+}
+
+func (c *ClientConfig) defaults() {
+	if c.Bytes == 0 && c.Duration == 0 {
+		c.Bytes = 1 << 30
+	}
+	if c.Planes == 0 {
+		c.Planes = 1
+	}
+	if c.EVs == 0 {
+		c.EVs = 16
+	}
+	if c.MTU == 0 {
+		c.MTU = 4096
+	}
+	if c.Chunk == 0 {
+		c.Chunk = 1 << 20
+	}
+	if c.RingChunks == 0 {
+		c.RingChunks = 16
+	}
+	if c.SourcePorts == 0 {
+		c.SourcePorts = 1
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.BaseRTT == 0 {
+		c.BaseRTT = 100 * time.Microsecond
+	}
+	if c.LossTimeout == 0 {
+		c.LossTimeout = 20 * time.Millisecond
+	}
+	if c.RetryTimeout == 0 {
+		c.RetryTimeout = 64 * time.Millisecond
+	}
+	if c.Retries == 0 {
+		c.Retries = 9
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+}
+
+// Result is a client run's report. The JSON names are the tool's output
+// format.
+type Result struct {
+	Gbps           float64        `json:"gbps"`
+	Bytes          int64          `json:"bytes"`
+	Seconds        float64        `json:"seconds"`
+	Chunks         int64          `json:"chunks"`
+	Verified       bool           `json:"verified"`
+	Retransmits    uint64         `json:"retransmits"`
+	Trims          uint64         `json:"trims"` // NACKs for trimmed packets, mid-fabric and last hop
+	NACKs          uint64         `json:"nacks"` // all NACKs received
+	LossTimeouts   uint64         `json:"loss_timeouts"`
+	RetryTimeouts  uint64         `json:"retry_timeouts"`
+	EVsRetired     uint64         `json:"evs_retired"`
+	EVsResurrected uint64         `json:"evs_resurrected"`
+	EVStates       map[string]int `json:"ev_states"` // EVs per state at the end
+	MaxCwnd        int            `json:"max_cwnd"`  // largest congestion window seen, bytes
+	MaxInflight    int            `json:"max_inflight"`
+	ECNEchoes      uint64         `json:"ecn_echoes"`
+	DataPackets    uint64         `json:"data_packets"`
+	PerPlane       []PlaneUsage   `json:"per_plane"`
+	PerEV          []EVUsage      `json:"per_ev"`
+	GSO            bool           `json:"gso"`
+	GRO            bool           `json:"gro"`
+	RxOverflows    uint64         `json:"rx_overflows"`
+	InjectedDrops  uint64         `json:"injected_drops"`
+	Server         ServerReport   `json:"server"`
+	Config         ClientConfig   `json:"config"`
+}
+
+// PlaneUsage is one plane's share of the data packets.
+type PlaneUsage struct {
+	Plane       int     `json:"plane"`
+	Packets     uint64  `json:"packets"`
+	Bytes       uint64  `json:"bytes"`
+	Retransmits uint64  `json:"retransmits"`
+	EVs         int     `json:"evs"` // distinct EVs that carried data
+	Share       float64 `json:"share"`
+}
+
+// EVUsage is the data packets one EV carried.
+type EVUsage struct {
+	EV      string `json:"ev"`
+	Plane   int    `json:"plane"`
+	Packets uint64 `json:"packets"`
+}
+
+// clientState is the transfer's state in the driver goroutine.
+type clientState struct {
+	cfg       *ClientConfig
+	qp        *mrc.QP
+	local     mrc.MR
+	remote    mrc.MR
+	total     int64 // chunks, or -1 until stopped
+	next      int64
+	completed int64
+	bytes     int64
+	stop      bool
+	start     mtime.Time
+	end       mtime.Time
+	err       error
+	finished  chan struct{}
+	closed    bool
+	dropped   uint64
+
+	maxCwnd, maxInflight int
+
+	planes []PlaneUsage
+	evs    map[uint32]uint64
+}
+
+func (st *clientState) finish(now mtime.Time, err error) {
+	if st.closed {
+		return
+	}
+	if st.err == nil {
+		st.err = err
+	}
+	st.end = now
+	st.closed = true
+	close(st.finished)
+}
+
+// post keeps RingChunks-1 chunks outstanding.
+func (st *clientState) post(now mtime.Time) {
+	c := st.cfg
+	for st.next-st.completed < int64(c.RingChunks-1) && !st.stop && (st.total < 0 || st.next < st.total) {
+		k := st.next
+		src, dst := slots(k, c.RingChunks, c.Chunk)
+		n := chunkLen(k, c.Bytes, c.Chunk)
+		err := st.qp.PostWrite(now, mrc.WriteRequest{ID: uint64(k), Local: st.local, LocalOffset: uint64(src),
+			Remote: st.remote, RemoteOffset: uint64(dst), Length: uint64(n), WithImm: true, Imm: uint32(k)})
+		if err != nil {
+			st.finish(now, err)
+			return
+		}
+		st.next++
+	}
+}
+
+func (st *clientState) onEvent(now mtime.Time, _ *mrc.Endpoint, ev mrc.Event) {
+	switch ev.Kind {
+	case mrc.EventWriteDone:
+		cw, in := st.qp.Window()
+		st.maxCwnd, st.maxInflight = max(st.maxCwnd, cw), max(st.maxInflight, in)
+		if ev.Err != nil {
+			st.finish(now, ev.Err)
+			return
+		}
+		st.completed++
+		st.bytes += int64(ev.Bytes)
+		st.post(now)
+		if st.completed == st.next && (st.stop || st.next == st.total) {
+			st.finish(now, nil)
+		}
+	case mrc.EventQPError:
+		st.finish(now, ev.Err)
+	}
+}
+
+func (st *clientState) tap(tx mrc.Transmit, pkt []byte) {
+	if tx.Kind != mrc.KindData && tx.Kind != mrc.KindRetransmit {
+		return
+	}
+	u := &st.planes[tx.Port]
+	u.Packets++
+	u.Bytes += uint64(tx.WireLen)
+	if tx.Kind == mrc.KindRetransmit {
+		u.Retransmits++
+	}
+	if len(pkt) >= wire.IPv6Len+wire.UDPLen {
+		ev := uint32(wire.JoinEV(binary.BigEndian.Uint16(pkt[wire.IPv6Len:]), wire.OuterFlowLabel(pkt)))
+		st.evs[ev]++
+	}
+}
+
+// ErrPeerGone means the server stopped answering: the QP ran out of
+// retries.
+var ErrPeerGone = errors.New("the server stopped responding")
+
+// Run runs one client transfer. Setup failures are *SetupError.
+func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
+	cfg.defaults()
+	if err := cfg.check(); err != nil {
+		return nil, &SetupError{err}
+	}
+	dialer := net.Dialer{Timeout: cfg.DialTimeout}
+	conn, err := dialer.DialContext(ctx, "tcp", cfg.Addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("no perf server at %v: %w", cfg.Addr, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	lc := newLineConn(conn)
+	if cfg.TCP {
+		return runTCP(ctx, cfg, conn.(*net.TCPConn), lc)
+	}
+
+	st := &clientState{cfg: &cfg, total: -1, finished: make(chan struct{}), planes: make([]PlaneUsage, cfg.Planes), evs: map[uint32]uint64{}}
+	if cfg.Bytes > 0 {
+		st.total = (cfg.Bytes + int64(cfg.Chunk) - 1) / int64(cfg.Chunk)
+	}
+	ip := conn.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	ses, err := openSession(sessionConfig{
+		ip: ip, planes: cfg.Planes, mtu: cfg.MTU, evs: cfg.EVs, sourcePorts: cfg.SourcePorts, flowLabels: cfg.FlowLabels,
+		noGSO: cfg.NoGSO, noGRO: cfg.NoGRO, seed: cfg.Seed, baseRTT: cfg.BaseRTT, lossTimer: cfg.LossTimeout,
+		drop: cfg.Drop, dropped: &st.dropped, onEvent: st.onEvent, tap: st.tap, skipICRC: cfg.SkipICRC,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer ses.Close()
+	st.qp = ses.qp
+
+	pat := []byte(nil)
+	if !cfg.Phantom {
+		pat = pattern(cfg.Seed, cfg.Chunk*(cfg.RingChunks+1))
+	}
+	h := hello{Version: Version, Planes: cfg.Planes, MTU: cfg.MTU, Chunk: cfg.Chunk, RingChunks: cfg.RingChunks,
+		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn,
+		EVs: cfg.EVs, SourcePorts: cfg.SourcePorts, FlowLabels: cfg.FlowLabels, BaseRTT: cfg.BaseRTT,
+		LossTimeout: cfg.LossTimeout, Drop: cfg.Drop, SkipICRC: cfg.SkipICRC}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := lc.send(h); err != nil {
+		return nil, fmt.Errorf("control connection: %w", err)
+	}
+	var r ready
+	if err := lc.recv(&r); err != nil {
+		return nil, err
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("server refused the session: %s", r.Error)
+	}
+	if len(r.Ports) != cfg.Planes || len(r.Sockets) != cfg.Planes {
+		return nil, fmt.Errorf("server answered with %d planes, want %d", len(r.Ports), cfg.Planes)
+	}
+	conn.SetDeadline(time.Time{})
+	if err := ses.AddPeer(udpio.Peer{Ports: r.Ports, Sockets: r.Sockets}); err != nil {
+		return nil, err
+	}
+	timeout := 1
+	for timeout < 24 && time.Duration(1024<<timeout) < cfg.RetryTimeout {
+		timeout++
+	}
+	lin, exp := min(cfg.Retries, 7), cfg.Retries-7
+	if exp <= 0 {
+		exp = -1
+	}
+	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
+		var err error
+		if cfg.Phantom {
+			st.local, err = ep.RegisterPhantom(uint64(cfg.Chunk * (cfg.RingChunks + 1)))
+		} else {
+			st.local, err = ep.RegisterMemory(pat)
+		}
+		if err != nil {
+			return err
+		}
+		st.remote = r.MR
+		q := ses.qp
+		if err := q.ReadyToReceive(now, mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports}); err != nil {
+			return err
+		}
+		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks}); err != nil {
+			return err
+		}
+		st.start = now
+		st.post(now)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The control connection must stay quiet until done; a server that
+	// goes away closes it.
+	type ctlMsg struct {
+		rep ServerReport
+		err error
+	}
+	ctl := make(chan ctlMsg, 1)
+	go func() {
+		var m ctlMsg
+		m.err = lc.recv(&m.rep)
+		ctl <- m
+	}()
+	var timer <-chan time.Time
+	if cfg.Duration > 0 {
+		timer = time.After(cfg.Duration)
+	}
+	var runErr error
+wait:
+	for {
+		select {
+		case <-st.finished:
+			break wait
+		case <-timer:
+			timer = nil
+			ses.Do(func(now mtime.Time, _ *mrc.Endpoint) error {
+				st.stop = true
+				if st.completed == st.next {
+					st.finish(now, nil)
+				}
+				return nil
+			})
+		case m := <-ctl:
+			runErr = fmt.Errorf("the server ended the session early: %v", m.err)
+			if m.err == nil {
+				runErr = fmt.Errorf("the server ended the session early: %s", m.rep.Error)
+			}
+			break wait
+		case <-ses.Done():
+			runErr = fmt.Errorf("datapath failed: %v", ses.Err())
+			break wait
+		case <-ctx.Done():
+			runErr = ctx.Err()
+			break wait
+		}
+	}
+
+	res := &Result{Config: cfg}
+	var stErr error
+	ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
+		s := ses.qp.Stats()
+		res.Retransmits, res.NACKs, res.Trims = s.Retransmits, s.NACKsReceived, s.TrimNACKs+s.LastHopNACKs
+		res.LossTimeouts, res.RetryTimeouts = s.LossTimeouts, s.RetryTimeouts
+		res.EVsRetired, res.EVsResurrected, res.ECNEchoes = s.EVRetired, s.EVResurrected, s.ECNEchoes
+		res.DataPackets = s.DataSent + s.Retransmits
+		res.EVStates = map[string]int{}
+		for state, n := range ses.qp.EVCounts(now) {
+			res.EVStates[mrc.EVState(state).String()] = n
+		}
+		res.Bytes, res.Chunks = st.bytes, st.completed
+		res.Seconds = st.end.Sub(st.start).Seconds()
+		res.InjectedDrops = st.dropped
+		res.MaxCwnd, res.MaxInflight = st.maxCwnd, st.maxInflight
+		stErr = st.err
+		res.PerPlane = append([]PlaneUsage(nil), st.planes...)
+		perPlaneEVs := make([]int, cfg.Planes)
+		for ev, n := range st.evs {
+			pl := mrc.EVPlane(ev)
+			if pl < cfg.Planes {
+				perPlaneEVs[pl]++
+			}
+			res.PerEV = append(res.PerEV, EVUsage{EV: fmt.Sprintf("%08x", ev), Plane: pl, Packets: n})
+		}
+		for p := range res.PerPlane {
+			res.PerPlane[p].Plane = p
+			res.PerPlane[p].EVs = perPlaneEVs[p]
+			if res.DataPackets > 0 {
+				res.PerPlane[p].Share = float64(res.PerPlane[p].Packets) / float64(res.DataPackets)
+			}
+		}
+		return nil
+	})
+	sort.Slice(res.PerEV, func(i, j int) bool { return res.PerEV[i].EV < res.PerEV[j].EV })
+	res.GSO, res.GRO = ses.std.Offloads()
+	res.RxOverflows = ses.std.Stats().RecvOverflows
+	if res.Seconds > 0 {
+		res.Gbps = float64(res.Bytes) * 8 / res.Seconds / 1e9
+	}
+	if runErr == nil && stErr != nil {
+		if errors.Is(stErr, mrc.ErrNoPath) {
+			runErr = fmt.Errorf("%w: the QP gave up after %d retries (%v)", ErrPeerGone, cfg.Retries, stErr)
+		} else {
+			runErr = fmt.Errorf("transfer failed: %w", stErr)
+		}
+	}
+	if runErr != nil {
+		lc.send(done{Chunks: st.completed, Bytes: st.bytes, Failed: runErr.Error()})
+		return res, runErr
+	}
+	conn.SetDeadline(time.Now().Add(15 * time.Second))
+	if err := lc.send(done{Chunks: res.Chunks, Bytes: res.Bytes}); err != nil {
+		return res, fmt.Errorf("control connection: %w", err)
+	}
+	// The reader goroutine owns the connection's reads: the report
+	// comes through it.
+	m := <-ctl
+	if m.err != nil {
+		return res, m.err
+	}
+	res.Server = m.rep
+	res.Verified = m.rep.Verified
+	if m.rep.Error != "" {
+		return res, fmt.Errorf("server: %s", m.rep.Error)
+	}
+	if !cfg.Phantom && !res.Verified {
+		return res, fmt.Errorf("verification failed: %d of %d chunks differ", m.rep.Mismatch, m.rep.Chunks)
+	}
+	return res, nil
+}
+
+func (c *ClientConfig) check() error {
+	switch {
+	case !c.Addr.IsValid() || c.Addr.Port() == 0:
+		return fmt.Errorf("bad server address %v", c.Addr)
+	case c.Bytes < 0 || c.Duration < 0:
+		return fmt.Errorf("negative size or duration")
+	case c.Planes < 1 || c.Planes > mrc.MaxPlanes:
+		return fmt.Errorf("%d planes, want 1..%d", c.Planes, mrc.MaxPlanes)
+	case c.EVs < 1 || c.EVs > 256:
+		return fmt.Errorf("%d EVs per plane, want 1..256", c.EVs)
+	case c.MTU < 256 || c.MTU > 9000:
+		return fmt.Errorf("MTU %d, want 256..9000", c.MTU)
+	case c.Chunk < 1 || c.Chunk > 256<<20:
+		return fmt.Errorf("chunk %d bytes, want 1..256 MiB", c.Chunk)
+	case c.RingChunks < 2 || c.RingChunks > 1024 || int64(c.Chunk)*int64(c.RingChunks+1) > 4<<30:
+		return fmt.Errorf("ring of %d chunks of %d bytes", c.RingChunks, c.Chunk)
+	case c.SourcePorts < 1 || c.SourcePorts > 1024:
+		return fmt.Errorf("%d source ports, want 1..1024", c.SourcePorts)
+	case c.Retries < 1 || c.Retries > 7+24:
+		return fmt.Errorf("%d retries, want 1..31", c.Retries)
+	case c.Drop < 0 || c.Drop >= 1:
+		return fmt.Errorf("drop probability %v, want [0,1)", c.Drop)
+	}
+	return nil
+}

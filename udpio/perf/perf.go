@@ -1,0 +1,181 @@
+// Package perf is the library behind `mrc perf`, an iperf-style tool that
+// runs one MRC connection over the udpio datapath: the client RDMA-WRITEs
+// a seeded byte pattern into a buffer the server registered, one
+// WRITE_IMM per chunk, and the server checks every chunk against the same
+// pattern when its immediate arrives.
+//
+// MRC has no connection manager, so the two sides set the QP up over a
+// small TCP control connection (protocol below), then move the data over
+// UDP, one socket per plane, with udpio.
+//
+// # Control protocol
+//
+// One JSON object per line. The client sends a hello (its plane
+// addresses, QPN and the transfer's shape); the server answers ready (its
+// plane addresses, QPN and the memory region) or an error; after the last
+// completion the client sends done, and the server answers with a report
+// once every chunk has arrived and been checked.
+//
+// # The ring
+//
+// The server's region holds RingChunks chunks and the pattern RingChunks+1,
+// so chunk k comes from pattern slot k mod (RingChunks+1) and lands in
+// region slot k mod RingChunks: a slot holds different bytes every round,
+// and a chunk that never arrived cannot pass for one that did. The client
+// keeps at most RingChunks-1 chunks outstanding, so no chunk is
+// overwritten before the server has checked it (the server checks in the
+// event that reports the chunk, before it acknowledges the packets that
+// completed it).
+package perf
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/openmrc/mrc"
+)
+
+// Version is the control protocol version.
+const Version = 1
+
+// hello is the client's opening message.
+type hello struct {
+	Version     int              `json:"version"`
+	Planes      int              `json:"planes"`
+	MTU         int              `json:"mtu"`
+	Chunk       int              `json:"chunk"`
+	RingChunks  int              `json:"ring_chunks"`
+	Bytes       int64            `json:"bytes"` // 0: until the client says done
+	Phantom     bool             `json:"phantom"`
+	Seed        uint64           `json:"seed"`
+	Ports       []netip.Addr     `json:"ports"`
+	Sockets     []netip.AddrPort `json:"sockets"`
+	QPN         uint32           `json:"qpn"`
+	EVs         int              `json:"evs"`
+	SourcePorts int              `json:"source_ports"`
+	FlowLabels  bool             `json:"flow_labels"`
+	BaseRTT     time.Duration    `json:"base_rtt"`
+	LossTimeout time.Duration    `json:"loss_timeout"`
+	Drop        float64          `json:"drop"`
+	SkipICRC    bool             `json:"skip_icrc,omitempty"`
+	// TCP asks for the kernel-TCP baseline: the same chunks, pattern and
+	// checks, written on the control connection itself.
+	TCP bool `json:"tcp,omitempty"`
+}
+
+// ready is the server's answer.
+type ready struct {
+	Error   string           `json:"error,omitempty"`
+	Ports   []netip.Addr     `json:"ports"`
+	Sockets []netip.AddrPort `json:"sockets"`
+	QPN     uint32           `json:"qpn"`
+	MR      mrc.MR           `json:"mr"`
+	GSO     bool             `json:"gso"`
+	GRO     bool             `json:"gro"`
+}
+
+// done is the client's end of transfer.
+type done struct {
+	Chunks int64  `json:"chunks"`
+	Bytes  int64  `json:"bytes"`
+	Failed string `json:"failed,omitempty"`
+}
+
+// ServerReport is what the server saw.
+type ServerReport struct {
+	Error     string `json:"error,omitempty"`
+	Chunks    int64  `json:"chunks"`     // WRITE_IMMs received
+	Bytes     int64  `json:"bytes"`      // bytes in them
+	Checked   int64  `json:"checked"`    // chunks compared with the pattern
+	Mismatch  int64  `json:"mismatched"` // chunks that differed
+	Verified  bool   `json:"verified"`   // every chunk arrived and matched
+	SACKs     uint64 `json:"sacks_sent"`
+	NACKs     uint64 `json:"nacks_sent"`
+	Dups      uint64 `json:"duplicates"`
+	Dropped   uint64 `json:"dropped"`        // packets the endpoint discarded
+	Injected  uint64 `json:"injected_drops"` // packets dropped on purpose (--drop)
+	Overflows uint64 `json:"rx_overflows"`   // datagrams the kernel dropped: socket buffer full
+}
+
+// pattern returns n bytes of the seeded pattern.
+func pattern(seed uint64, n int) []byte {
+	var key [32]byte
+	for i := range 4 {
+		key[i*8] = byte(seed >> (8 * i))
+		key[i*8+4] = byte(seed >> (8 * (i + 4)))
+	}
+	b := make([]byte, n)
+	c := rand.NewChaCha8(key)
+	c.Read(b)
+	return b
+}
+
+// slots returns where chunk k comes from in the pattern and goes to in the
+// server's region.
+func slots(k int64, ring, chunk int) (src, dst int) {
+	return int(k%int64(ring+1)) * chunk, int(k%int64(ring)) * chunk
+}
+
+// chunkLen returns the length of chunk k of a transfer of total bytes (0:
+// unbounded, every chunk full).
+func chunkLen(k, total int64, chunk int) int {
+	if total == 0 {
+		return chunk
+	}
+	return int(min(int64(chunk), total-k*int64(chunk)))
+}
+
+// coreAddrs returns core port addresses for planes: a random /64 of the
+// ULA prefix fd6d:7263::/32 ("mrc"), one address per plane. They name the
+// ports to the MRC core; udpio maps them to socket addresses.
+func coreAddrs(r *rand.Rand, planes int) []netip.Addr {
+	var a [16]byte
+	a[0], a[1], a[2], a[3] = 0xfd, 0x6d, 0x72, 0x63
+	for i := 4; i < 8; i++ {
+		a[i] = byte(r.Uint32())
+	}
+	out := make([]netip.Addr, planes)
+	for p := range out {
+		a[15] = byte(p + 1)
+		out[p] = netip.AddrFrom16(a)
+	}
+	return out
+}
+
+// lineConn is the control connection's framing: JSON lines.
+type lineConn struct {
+	enc *json.Encoder
+	dec *json.Decoder
+	br  *bufio.Reader // what dec reads from
+}
+
+func newLineConn(c net.Conn) *lineConn {
+	br := bufio.NewReader(c)
+	return &lineConn{enc: json.NewEncoder(c), dec: json.NewDecoder(br), br: br}
+}
+
+// rest returns a reader of the bytes after the last decoded message and
+// the newline that ends it.
+func (c *lineConn) rest() (io.Reader, error) {
+	r := io.MultiReader(c.dec.Buffered(), c.br)
+	var nl [1]byte
+	if _, err := io.ReadFull(r, nl[:]); err != nil || nl[0] != '\n' {
+		return nil, fmt.Errorf("control connection: no newline after a message")
+	}
+	return r, nil
+}
+
+func (c *lineConn) send(v any) error { return c.enc.Encode(v) }
+
+func (c *lineConn) recv(v any) error {
+	if err := c.dec.Decode(v); err != nil {
+		return fmt.Errorf("control connection: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// The kernel-TCP baseline: the client writes the same chunks of the same
+// pattern on the control connection, and the server reads each into its
+// ring slot and checks it, so both transports do the same work per byte.
+
+func tcpServe(conn net.Conn, lc *lineConn, h hello) (ServerReport, error) {
+	if err := lc.send(ready{}); err != nil {
+		return ServerReport{}, err
+	}
+	conn.SetReadDeadline(time.Time{})
+	region := make([]byte, h.Chunk*h.RingChunks)
+	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
+	// The JSON decoder may have buffered the first bytes of data.
+	r, err := lc.rest()
+	if err != nil {
+		return ServerReport{}, err
+	}
+	var rep ServerReport
+	for k := int64(0); h.Bytes == 0 || rep.Bytes < h.Bytes; k++ {
+		n := chunkLen(k, h.Bytes, h.Chunk)
+		src, dst := slots(k, h.RingChunks, h.Chunk)
+		m, err := io.ReadFull(r, region[dst:dst+n])
+		if err == io.EOF && h.Bytes == 0 {
+			break // the client stopped after a whole chunk
+		}
+		if err != nil {
+			rep.Error = fmt.Sprintf("chunk %d: read %d of %d bytes: %v", k, m, n, err)
+			break
+		}
+		rep.Chunks++
+		rep.Checked++
+		rep.Bytes += int64(n)
+		if !bytes.Equal(region[dst:dst+n], pat[src:src+n]) {
+			rep.Mismatch++
+		}
+	}
+	rep.Verified = rep.Error == "" && rep.Mismatch == 0 && rep.Chunks > 0
+	return rep, lc.send(rep)
+}
+
+// runTCP is Run's kernel-TCP baseline.
+func runTCP(ctx context.Context, cfg ClientConfig, conn *net.TCPConn, lc *lineConn) (*Result, error) {
+	h := hello{Version: Version, Planes: 1, Chunk: cfg.Chunk, RingChunks: cfg.RingChunks, Bytes: cfg.Bytes, Seed: cfg.Seed, TCP: true}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := lc.send(h); err != nil {
+		return nil, fmt.Errorf("control connection: %w", err)
+	}
+	var r ready
+	if err := lc.recv(&r); err != nil {
+		return nil, err
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("server refused the session: %s", r.Error)
+	}
+	conn.SetDeadline(time.Time{})
+	pat := pattern(cfg.Seed, cfg.Chunk*(cfg.RingChunks+1))
+	var end time.Time
+	if cfg.Duration > 0 {
+		end = time.Now().Add(cfg.Duration)
+	}
+	res := &Result{Config: cfg}
+	start := time.Now()
+	for k := int64(0); ; k++ {
+		if cfg.Bytes > 0 && res.Bytes >= cfg.Bytes || cfg.Duration > 0 && time.Now().After(end) {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		n := chunkLen(k, cfg.Bytes, cfg.Chunk)
+		src, _ := slots(k, cfg.RingChunks, cfg.Chunk)
+		if _, err := conn.Write(pat[src : src+n]); err != nil {
+			return res, fmt.Errorf("tcp: %w", err)
+		}
+		res.Bytes += int64(n)
+		res.Chunks++
+	}
+	conn.CloseWrite()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var rep ServerReport
+	if err := lc.recv(&rep); err != nil {
+		return res, err
+	}
+	// The transfer ends when the server has checked the last byte.
+	res.Seconds = time.Since(start).Seconds()
+	res.Gbps = float64(res.Bytes) * 8 / res.Seconds / 1e9
+	res.Server, res.Verified = rep, rep.Verified && rep.Bytes == res.Bytes
+	if rep.Error != "" {
+		return res, fmt.Errorf("server: %s", rep.Error)
+	}
+	if !res.Verified {
+		return res, fmt.Errorf("verification failed: %d of %d chunks differ, %d of %d bytes arrived", rep.Mismatch, rep.Chunks, rep.Bytes, res.Bytes)
+	}
+	return res, nil
+}

@@ -1,0 +1,61 @@
+//go:build !linux
+
+package udpio
+
+import (
+	"net"
+	"net/netip"
+)
+
+// The portable StdBind: one plain datagram per call, no traffic class,
+// flow label, GSO or GRO.
+
+type stdSockSys struct{}
+
+func (b *StdBind) openSocket(plane int, a netip.AddrPort, primary bool) (*stdSocket, error) {
+	network := "udp6"
+	v4 := a.Addr().Is4()
+	if v4 {
+		network = "udp4"
+	}
+	conn, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(a))
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetReadBuffer(b.cfg.RecvBuffer)
+	_ = conn.SetWriteBuffer(b.cfg.SendBuffer)
+	la := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	b.gso.Store(false)
+	b.gro = false
+	return &stdSocket{conn: conn, local: netip.AddrPortFrom(la.Addr().Unmap(), la.Port()), v4: v4, plane: plane}, nil
+}
+
+func (b *StdBind) receiveFunc(plane int, s *stdSocket) ReceiveFunc {
+	return func(bufs [][]byte, dgs []Datagram) (int, error) {
+		if len(bufs) == 0 || len(dgs) == 0 {
+			return 0, net.ErrClosed
+		}
+		n, from, err := s.conn.ReadFromUDPAddrPort(bufs[0])
+		if err != nil {
+			return 0, err
+		}
+		b.stats.recvCalls.Add(1)
+		b.stats.received.Add(1)
+		dgs[0] = Datagram{Buf: bufs[0][:n], Plane: plane, From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port())}
+		return 1, nil
+	}
+}
+
+func (b *StdBind) sendSocket(s *stdSocket, bursts []Burst) error {
+	for i := range bursts {
+		for _, seg := range bursts[i].Segs {
+			b.stats.sendCalls.Add(1)
+			if _, err := s.conn.WriteToUDPAddrPort(seg, bursts[i].To); err != nil {
+				b.stats.sendDrops.Add(1)
+				continue
+			}
+			b.stats.sent.Add(1)
+		}
+	}
+	return nil
+}

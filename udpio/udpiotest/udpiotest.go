@@ -1,0 +1,185 @@
+// Package udpiotest provides in-memory Binds for testing the udpio
+// datapath without sockets: NewChannelBinds returns two Binds cross-wired
+// plane by plane, like two hosts joined by one link per plane.
+package udpiotest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/openmrc/mrc/udpio"
+)
+
+// Config shapes the links between the two Binds.
+type Config struct {
+	Planes int // planes (links); default 1
+	// Loss is the probability that a datagram is dropped on the link.
+	Loss float64
+	// Seed drives the loss.
+	Seed uint64
+	// QueueLen is the datagrams a link holds before it tail-drops
+	// (default 4096).
+	QueueLen int
+	// CE is the probability that an ECN-capable datagram arrives marked
+	// Congestion Experienced.
+	CE float64
+}
+
+// ChannelBind is one side of an in-memory link pair. Its plane p's
+// address is [fd00:7e57::s:p]:4791+p for side s (0 or 1). Datagrams sent
+// to any other address are dropped.
+type ChannelBind struct {
+	side  int
+	cfg   Config
+	peer  *ChannelBind
+	links []chan packet // received by this side, per plane
+
+	mu     sync.Mutex
+	state  int
+	closed chan struct{}
+	rng    *rand.Rand
+
+	// Counters.
+	Sent, Dropped, Delivered atomic.Uint64
+}
+
+var _ udpio.Bind = (*ChannelBind)(nil)
+
+type packet struct {
+	buf  []byte
+	from netip.AddrPort
+	tc   uint8
+	flow uint32
+}
+
+// NewChannelBinds returns two Binds wired to each other.
+func NewChannelBinds(cfg Config) (a, b *ChannelBind) {
+	if cfg.Planes == 0 {
+		cfg.Planes = 1
+	}
+	if cfg.QueueLen == 0 {
+		cfg.QueueLen = 4096
+	}
+	mk := func(side int) *ChannelBind {
+		c := &ChannelBind{side: side, cfg: cfg, closed: make(chan struct{}),
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(side)))}
+		for range cfg.Planes {
+			c.links = append(c.links, make(chan packet, cfg.QueueLen))
+		}
+		return c
+	}
+	a, b = mk(0), mk(1)
+	a.peer, b.peer = b, a
+	return a, b
+}
+
+// Addr returns the socket address of plane p of side s.
+func Addr(side, plane int) netip.AddrPort {
+	ip := netip.AddrFrom16([16]byte{0xfd, 0x00, 0x7e, 0x57, 14: byte(side), 15: byte(plane)})
+	return netip.AddrPortFrom(ip, uint16(4791+plane))
+}
+
+// Open returns one ReceiveFunc per plane.
+func (c *ChannelBind) Open() ([]udpio.ReceiveFunc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != 0 {
+		return nil, udpio.ErrBindOpen
+	}
+	c.state = 1
+	fns := make([]udpio.ReceiveFunc, c.cfg.Planes)
+	for p := range fns {
+		fns[p] = c.receiveFunc(p)
+	}
+	return fns, nil
+}
+
+func (c *ChannelBind) receiveFunc(plane int) udpio.ReceiveFunc {
+	return func(bufs [][]byte, dgs []udpio.Datagram) (int, error) {
+		if len(bufs) == 0 || len(dgs) == 0 {
+			return 0, fmt.Errorf("udpiotest: empty batch")
+		}
+		n := 0
+		take := func(pk packet) {
+			m := copy(bufs[n], pk.buf)
+			dgs[n] = udpio.Datagram{Buf: bufs[n][:m], Plane: plane, From: pk.from, TClass: pk.tc, FlowLabel: pk.flow, HasFlowLabel: true}
+			n++
+		}
+		select {
+		case pk := <-c.links[plane]:
+			take(pk)
+		case <-c.closed:
+			return 0, net.ErrClosed
+		}
+		for n < len(bufs) && n < len(dgs) {
+			select {
+			case pk := <-c.links[plane]:
+				take(pk)
+			default:
+				c.Delivered.Add(uint64(n))
+				return n, nil
+			}
+		}
+		c.Delivered.Add(uint64(n))
+		return n, nil
+	}
+}
+
+// Close closes the bind; its ReceiveFuncs return net.ErrClosed.
+func (c *ChannelBind) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != 2 {
+		c.state = 2
+		close(c.closed)
+	}
+	return nil
+}
+
+// Send copies each datagram onto the link of its plane, dropping it with
+// probability Loss, when the link is full, or when it is not addressed to
+// the peer's plane.
+func (c *ChannelBind) Send(bursts []udpio.Burst) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != 1 {
+		return udpio.ErrBindClosed
+	}
+	for i := range bursts {
+		b := &bursts[i]
+		for _, seg := range b.Segs {
+			c.Sent.Add(1)
+			if b.Plane < 0 || b.Plane >= c.cfg.Planes || b.To != Addr(1-c.side, b.Plane) ||
+				c.cfg.Loss > 0 && c.rng.Float64() < c.cfg.Loss {
+				c.Dropped.Add(1)
+				continue
+			}
+			tc := b.TClass
+			if tc&3 != 0 && c.cfg.CE > 0 && c.rng.Float64() < c.cfg.CE {
+				tc |= 3
+			}
+			select {
+			case c.peer.links[b.Plane] <- packet{buf: append([]byte(nil), seg...), from: Addr(c.side, b.Plane), tc: tc, flow: b.FlowLabel}:
+			default:
+				c.Dropped.Add(1)
+			}
+		}
+	}
+	return nil
+}
+
+// SourcePorts returns 1.
+func (c *ChannelBind) SourcePorts() int { return 1 }
+
+// BatchSize returns udpio.IdealBatchSize.
+func (c *ChannelBind) BatchSize() int { return udpio.IdealBatchSize }
+
+// Planes returns the number of planes.
+func (c *ChannelBind) Planes() int { return c.cfg.Planes }
+
+// LocalAddr returns Addr(side, plane).
+func (c *ChannelBind) LocalAddr(plane int) netip.AddrPort { return Addr(c.side, plane) }

@@ -1,0 +1,332 @@
+package sim
+
+// The discrete-event core: integer picosecond time, a calendar queue of
+// value events ordered by (time, sequence number) with a 4-ary heap for
+// far events, and pools of header-only packets addressed by handle.
+// Nothing here allocates once warmed up, and the bulk of it holds no
+// pointers the garbage collector must trace.
+
+// Time is simulated time in picoseconds.
+type Time = int64
+
+// never is a time later than any event.
+const never Time = 1<<63 - 1
+
+type evKind uint8
+
+const (
+	evArrive     evKind = iota + 1 // the head of a link's pipe reaches the far node
+	evTxDone                       // a port finished serialising a packet
+	evTimer                        // a host's transport deadline
+	evFlowStart                    // a flow starts
+	evAction                       // a scheduled failure action
+	evReconverge                   // ECMP routing reconverges
+	evPFC                          // a PFC pause/resume frame reaches a sender
+)
+
+// event is one scheduled happening. arg packs the kind (top 8 bits), a
+// 24-bit auxiliary value and a 32-bit id.
+type event struct {
+	at  Time
+	seq uint64
+	arg uint64
+}
+
+func mkArg(k evKind, aux uint32, id int32) uint64 {
+	return uint64(k)<<56 | uint64(aux&0xFFFFFF)<<32 | uint64(uint32(id))
+}
+
+func (e *event) kind() evKind { return evKind(e.arg >> 56) }
+func (e *event) aux() uint32  { return uint32(e.arg>>32) & 0xFFFFFF }
+func (e *event) id() int32    { return int32(uint32(e.arg)) }
+
+func (a *event) before(b *event) bool {
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
+}
+
+// evHeap is a 4-ary min-heap of events: shallower than a binary heap and
+// kinder to caches. The calendar keeps its far events in one.
+type evHeap struct{ h []event }
+
+func (q *evHeap) len() int { return len(q.h) }
+
+func (q *evHeap) top() *event { return &q.h[0] }
+
+func (q *evHeap) push(e event) {
+	q.h = append(q.h, e)
+	i := len(q.h) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !e.before(&q.h[p]) {
+			break
+		}
+		q.h[i] = q.h[p]
+		i = p
+	}
+	q.h[i] = e
+}
+
+func (q *evHeap) pop() event {
+	top := q.h[0]
+	n := len(q.h) - 1
+	last := q.h[n]
+	q.h = q.h[:n]
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m := c
+		end := min(c+4, n)
+		for j := c + 1; j < end; j++ {
+			if q.h[j].before(&q.h[m]) {
+				m = j
+			}
+		}
+		if !q.h[m].before(&last) {
+			break
+		}
+		q.h[i] = q.h[m]
+		i = m
+	}
+	q.h[i] = last
+	return top
+}
+
+// pktCap is the most header bytes a simulated packet carries: payloads
+// are phantom, so this covers the largest header stack (an SRv6-
+// encapsulated SACK or endpoint response is 140 bytes).
+const pktCap = 144
+
+// packet is a simulated packet: its headers and its length on the wire.
+type packet struct {
+	n    uint16
+	wl   int32 // IP datagram length (payload included)
+	data [pktCap]byte
+}
+
+// Packet handles are global: the partition whose pool holds the packet
+// (top bits) and its index there. A packet that crosses to another
+// partition moves by handle; the receiver hands it back to its owner's
+// free list between windows.
+const (
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+	idxBits   = 26
+	idxMask   = 1<<idxBits - 1
+	maxChunks = 1 << (idxBits - chunkBits)
+	maxShards = 1 << (32 - idxBits)
+	nilPkt    = ^uint32(0)
+)
+
+// chunk is a block of packets that never moves once allocated. The pipe
+// links (next, at) live apart from the bytes, so walking a pipe stays in
+// cache.
+type chunk struct {
+	pkts [chunkSize]packet
+	next [chunkSize]uint32 // next packet in a link's pipe, or nilPkt
+	at   [chunkSize]Time   // when it reaches the far end of its link
+}
+
+// pool hands out packets and recycles them. Other partitions read the
+// chunks of packets they were handed; the chunk table never grows (it is
+// allocated whole), so that is safe between barriers.
+type pool struct {
+	id     uint32
+	chunks []*chunk // maxChunks entries
+	used   int      // slots handed out so far
+	free   []uint32
+}
+
+func newPool(id int) *pool {
+	return &pool{id: uint32(id), chunks: make([]*chunk, maxChunks)}
+}
+
+func (p *pool) alloc() (uint32, bool) {
+	if n := len(p.free); n > 0 {
+		h := p.free[n-1]
+		p.free = p.free[:n-1]
+		return h, true
+	}
+	if p.used == maxChunks*chunkSize {
+		return nilPkt, false
+	}
+	c := p.used >> chunkBits
+	if p.chunks[c] == nil {
+		p.chunks[c] = new(chunk)
+	}
+	h := p.id<<idxBits | uint32(p.used)
+	p.used++
+	return h, true
+}
+
+// xmsg carries a packet (by handle) or a PFC frame across a partition
+// boundary; it is merged into the receiving partition at the end of the
+// window.
+type xmsg struct {
+	at Time
+	dl int32  // directed link (packet: arrives over it; PFC: pauses its sender)
+	h  uint32 // packet handle, or xPause/xResume
+}
+
+// PFC frames in xmsg.h and evPFC's aux.
+const (
+	xPause  = nilPkt - 1
+	xResume = nilPkt - 2
+)
+
+// calendar is the event queue of a partition: a ring of buckets of
+// 2^calBits picoseconds covering the next calSize buckets, each sorted by
+// (time, sequence) when the clock reaches it, and a heap for events
+// beyond the ring. Events cluster a few microseconds ahead of now
+// (serialisation and propagation), so most pushes are an append and most
+// pops read memory in order.
+type calendar struct {
+	buckets [][]event // calSize rings of events
+	head    []int32   // consumed prefix of each sorted bucket
+	sorted  []bool
+	cur     int64 // lowest bucket that may hold events
+	n       int   // events in the ring
+	far     evHeap
+}
+
+const (
+	calBits  = 12 // 4.1 ns buckets
+	calSize  = 1 << 11
+	calMask  = calSize - 1
+	calKeep  = 32 // events a bucket keeps room for once consumed
+	calStart = 4  // events each bucket has room for at first
+)
+
+func newCalendar() *calendar {
+	c := &calendar{buckets: make([][]event, calSize), head: make([]int32, calSize), sorted: make([]bool, calSize)}
+	// Room for calStart events per bucket from one allocation; buckets
+	// that outgrow it allocate their own.
+	slab := make([]event, calSize*calStart)
+	for i := range c.buckets {
+		c.buckets[i] = slab[i*calStart : i*calStart : (i+1)*calStart]
+	}
+	return c
+}
+
+func (c *calendar) push(e event) {
+	b := e.at >> calBits
+	if b >= c.cur+calSize {
+		c.far.push(e)
+		return
+	}
+	if b < c.cur {
+		b = c.cur // cannot happen: events are never scheduled in the past
+	}
+	i := b & calMask
+	c.n++
+	if !c.sorted[i] {
+		c.buckets[i] = append(c.buckets[i], e)
+		return
+	}
+	// The bucket is being consumed: insert in order after its head.
+	bk := append(c.buckets[i], event{})
+	j := len(bk) - 1
+	for j > int(c.head[i]) && e.before(&bk[j-1]) {
+		bk[j] = bk[j-1]
+		j--
+	}
+	bk[j] = e
+	c.buckets[i] = bk
+}
+
+// advance moves cur to the first bucket holding events, but not to a
+// bucket that starts at or after limit, and returns that bucket's next
+// event, or nil.
+func (c *calendar) advance(limit Time) *event {
+	for {
+		if c.n == 0 {
+			if c.far.len() == 0 {
+				return nil
+			}
+			// Jump over the empty ring to the far events.
+			fb := c.far.top().at >> calBits
+			if fb<<calBits >= limit {
+				return nil
+			}
+			c.cur = max(c.cur, fb)
+			c.migrate()
+			continue
+		}
+		i := c.cur & calMask
+		bk := c.buckets[i]
+		if int(c.head[i]) < len(bk) {
+			if !c.sorted[i] {
+				sortEvents(bk)
+				c.sorted[i] = true
+			}
+			return &bk[c.head[i]]
+		}
+		if (c.cur+1)<<calBits > limit {
+			return nil
+		}
+		if cap(bk) > calKeep {
+			bk = nil // a burst: let it go rather than hold it for ever
+		}
+		c.buckets[i], c.head[i], c.sorted[i] = bk[:0], 0, false
+		c.cur++
+		c.migrate()
+	}
+}
+
+// migrate moves far events that now fall inside the ring into it.
+func (c *calendar) migrate() {
+	for c.far.len() > 0 && c.far.top().at>>calBits < c.cur+calSize {
+		c.push(c.far.pop())
+	}
+}
+
+// pop removes the event advance returned.
+func (c *calendar) pop() event {
+	i := c.cur & calMask
+	e := c.buckets[i][c.head[i]]
+	c.head[i]++
+	c.n--
+	return e
+}
+
+// min returns the earliest event's time without moving the ring, or never.
+func (c *calendar) min() Time {
+	t := never
+	if c.far.len() > 0 {
+		t = c.far.top().at
+	}
+	if c.n == 0 {
+		return t
+	}
+	for b := c.cur; b < c.cur+calSize; b++ {
+		i := b & calMask
+		bk := c.buckets[i]
+		if int(c.head[i]) >= len(bk) {
+			continue
+		}
+		for j := int(c.head[i]); j < len(bk); j++ {
+			t = min(t, bk[j].at)
+		}
+		return t
+	}
+	return t
+}
+
+// sortEvents sorts a bucket by (time, sequence): insertion sort, since
+// buckets are small and mostly in order.
+func sortEvents(bk []event) {
+	for i := 1; i < len(bk); i++ {
+		e := bk[i]
+		j := i
+		for j > 0 && e.before(&bk[j-1]) {
+			bk[j] = bk[j-1]
+			j--
+		}
+		bk[j] = e
+	}
+}

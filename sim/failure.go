@@ -1,0 +1,389 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/openmrc/mrc/sim/topo"
+	"github.com/openmrc/mrc/vswitch"
+)
+
+type actionOp uint8
+
+const (
+	aLinkDown actionOp = iota
+	aLinkUp
+	aLossy
+	aLossyOff
+	aBlackhole
+	aBlackholeOff
+)
+
+// action is one scheduled change of the fabric's state.
+type action struct {
+	at   Time
+	op   actionOp
+	link int32 // link ops
+	sw   int32 // blackhole ops
+	loss float64
+	fail int32 // the failure record it belongs to
+}
+
+// failRecord is one failed element, reported in the results.
+type failRecord struct {
+	kind      FailureKind
+	element   string
+	at, until Time
+}
+
+type linkEvent struct {
+	at Time
+	up bool
+}
+
+// scheduleFailures resolves the configured failures to elements, expands
+// them to actions and schedules those in the partitions they touch.
+func (w *World) scheduleFailures() error {
+	t := w.t
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, 0xfa11))
+	w.linkEvents = make([][]linkEvent, len(t.Links))
+	for i, f := range w.cfg.Failures {
+		name := fmt.Sprintf("failures[%d] (%s %q)", i, f.Kind, f.Element)
+		at, until := Time(f.At)*1000, Time(f.Until)*1000
+		switch {
+		case f.At < 0 || f.Until < 0:
+			return fmt.Errorf("sim: %s: negative time", name)
+		case f.Until != 0 && f.Until <= f.At:
+			return fmt.Errorf("sim: %s: until %v is not after at %v", name, f.Until, f.At)
+		}
+		elems, err := w.resolve(f, rng)
+		if err != nil {
+			return fmt.Errorf("sim: %s: %w", name, err)
+		}
+		for _, e := range elems {
+			fi := int32(len(w.fails))
+			w.fails = append(w.fails, failRecord{kind: f.Kind, element: w.elementName(e), at: at, until: until})
+			links, err := w.linksOf(f.Kind, e)
+			if err != nil {
+				return fmt.Errorf("sim: %s: %w", name, err)
+			}
+			switch f.Kind {
+			case LinkDown, NICPortDown, SwitchDown:
+				for _, l := range links {
+					w.addLinkActions(l, at, until, fi)
+				}
+			case LinkFlap:
+				if until == 0 || f.FlapRate <= 0 {
+					return fmt.Errorf("sim: %s: a flap needs until and a positive flap_rate", name)
+				}
+				down := Time(f.DownFor) * 1000
+				if down <= 0 {
+					down = 10_000_000 // 10 µs
+				}
+				for ts := at; ; {
+					ts += Time(rng.ExpFloat64() / f.FlapRate * 1e12)
+					if ts >= until {
+						break
+					}
+					end := min(ts+down, until)
+					for _, l := range links {
+						w.addLinkActions(l, ts, end, fi)
+					}
+					ts = end
+				}
+			case LossyLink:
+				if f.Loss <= 0 || f.Loss > 1 {
+					return fmt.Errorf("sim: %s: loss %v, want a probability in (0, 1]", name, f.Loss)
+				}
+				for _, l := range links {
+					w.actions = append(w.actions, action{at: at, op: aLossy, link: int32(l), loss: f.Loss, fail: fi})
+					if until > 0 {
+						w.actions = append(w.actions, action{at: until, op: aLossyOff, link: int32(l), fail: fi})
+					}
+				}
+			case SwitchBlackhole:
+				w.actions = append(w.actions, action{at: at, op: aBlackhole, sw: int32(e.ID), fail: fi})
+				if until > 0 {
+					w.actions = append(w.actions, action{at: until, op: aBlackholeOff, sw: int32(e.ID), fail: fi})
+				}
+			}
+		}
+	}
+	for l := range w.linkEvents {
+		slices.SortStableFunc(w.linkEvents[l], func(a, b linkEvent) int { return cmpTime(a.at, b.at) })
+	}
+	for _, s := range w.shards {
+		s.failLast = make([]Time, len(w.fails))
+		s.failHits = make([]uint64, len(w.fails))
+	}
+	// Schedule each action in the partitions it touches, and ECMP
+	// reconvergence after every change routing can see.
+	reconv := map[Time]bool{}
+	for ai, a := range w.actions {
+		for _, sh := range w.actionShards(a) {
+			w.shards[sh].push(a.at, evAction, 0, int32(ai))
+		}
+		if w.cfg.Transport.Fabric != vswitch.ModeSRv6 && (a.op == aLinkDown || a.op == aLinkUp) {
+			rt := a.at + Time(w.cfg.Reconvergence)*1000
+			if !reconv[rt] {
+				reconv[rt] = true
+				for sh := range w.swShards {
+					w.shards[sh].push(rt, evReconverge, 0, 0)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func cmpTime(a, b Time) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (w *World) addLinkActions(l int, at, until Time, fi int32) {
+	w.actions = append(w.actions, action{at: at, op: aLinkDown, link: int32(l), fail: fi})
+	w.linkEvents[l] = append(w.linkEvents[l], linkEvent{at, false})
+	if until > 0 {
+		w.actions = append(w.actions, action{at: until, op: aLinkUp, link: int32(l), fail: fi})
+		w.linkEvents[l] = append(w.linkEvents[l], linkEvent{until, true})
+	}
+}
+
+// linkUpAt reports whether link l was up at time at.
+func (w *World) linkUpAt(l int, at Time) bool {
+	up := true
+	for _, e := range w.linkEvents[l] {
+		if e.at > at {
+			break
+		}
+		up = e.up
+	}
+	return up
+}
+
+func (w *World) actionShards(a action) []int {
+	var out []int
+	addS := func(s int16) {
+		if !slices.Contains(out, int(s)) {
+			out = append(out, int(s))
+		}
+	}
+	if a.op == aBlackhole || a.op == aBlackholeOff {
+		addS(int16(w.sws[a.sw].shard))
+		return out
+	}
+	for d := range 2 {
+		info := &w.lk[2*int(a.link)+d]
+		addS(info.sendShard)
+		addS(info.recvShard)
+	}
+	return out
+}
+
+func (w *World) elementName(e topo.Element) string {
+	t := w.t
+	switch e.Kind {
+	case topo.ElemHost:
+		return t.Name(topo.NodeID(e.ID))
+	case topo.ElemSwitch:
+		return t.Name(t.Node(e.ID))
+	case topo.ElemHostPort:
+		k := &t.Links[e.ID]
+		return fmt.Sprintf("%s/p%d", t.Name(k.A), k.APort)
+	}
+	return t.LinkName(e.ID)
+}
+
+// resolve names the elements a failure applies to.
+func (w *World) resolve(f Failure, rng *rand.Rand) ([]topo.Element, error) {
+	t := w.t
+	sel, random := strings.CutPrefix(f.Element, "random:")
+	if !random {
+		if f.Count > 1 {
+			return nil, fmt.Errorf("count %d needs a random: element", f.Count)
+		}
+		e, err := t.Find(f.Element)
+		if err != nil {
+			return nil, err
+		}
+		return []topo.Element{e}, nil
+	}
+	n := max(f.Count, 1)
+	var cands []topo.Element
+	tierOf := func(id topo.NodeID) int {
+		if t.IsHost(id) {
+			return -1
+		}
+		return t.SwitchOf(id).Tier
+	}
+	switch sel {
+	case "t0-t1", "t1-t2":
+		lo := int(sel[1] - '0')
+		for l, k := range t.Links {
+			a, b := tierOf(k.A), tierOf(k.B)
+			if min(a, b) == lo && max(a, b) == lo+1 {
+				cands = append(cands, topo.Element{Kind: topo.ElemLink, ID: l})
+			}
+		}
+	case "host-link":
+		for _, l := range t.HostLink {
+			cands = append(cands, topo.Element{Kind: topo.ElemHostPort, ID: int(l)})
+		}
+	case "t0", "t1", "t2":
+		tier := int(sel[1] - '0')
+		for i, s := range t.Switches {
+			if s.Tier == tier {
+				cands = append(cands, topo.Element{Kind: topo.ElemSwitch, ID: i})
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unknown selector %q (want random:t0-t1, random:t1-t2, random:host-link, random:t0, random:t1 or random:t2)", f.Element)
+	}
+	if len(cands) < n {
+		return nil, fmt.Errorf("count %d, but the fabric has %d such elements", n, len(cands))
+	}
+	for i := range n {
+		j := i + rng.IntN(len(cands)-i)
+		cands[i], cands[j] = cands[j], cands[i]
+	}
+	return cands[:n], nil
+}
+
+// linksOf returns the links a failure of kind k takes down on element e.
+func (w *World) linksOf(k FailureKind, e topo.Element) ([]int, error) {
+	t := w.t
+	switch k {
+	case LinkDown, LinkFlap, LossyLink:
+		switch e.Kind {
+		case topo.ElemLink, topo.ElemHostPort:
+			return []int{e.ID}, nil
+		}
+		return nil, fmt.Errorf("%s needs a link (a/b, or a host port hN/pP)", k)
+	case NICPortDown:
+		switch e.Kind {
+		case topo.ElemHostPort:
+			return []int{e.ID}, nil
+		case topo.ElemHost:
+			var ls []int
+			for p := range t.Planes {
+				ls = append(ls, int(t.HostLink[e.ID*t.Planes+p]))
+			}
+			return ls, nil
+		}
+		return nil, fmt.Errorf("%s needs a host port (hN/pP) or a host", k)
+	case SwitchDown:
+		if e.Kind != topo.ElemSwitch {
+			return nil, fmt.Errorf("%s needs a switch", k)
+		}
+		s := &t.Switches[e.ID]
+		ls := make([]int, s.Ports)
+		for p := range s.Ports {
+			ls[p] = int(t.SwitchPortLink[s.PortBase+p])
+		}
+		return ls, nil
+	case SwitchBlackhole:
+		if e.Kind != topo.ElemSwitch {
+			return nil, fmt.Errorf("%s needs a switch", k)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown failure kind %q (want link_down, link_flap, lossy_link, switch_down, switch_blackhole or nic_port_down)", k)
+}
+
+// applyAction carries out the parts of action ai that this partition owns.
+func (s *shard) applyAction(ai int32) {
+	w := s.w
+	a := &w.actions[ai]
+	switch a.op {
+	case aBlackhole, aBlackholeOff:
+		sw := &w.sws[a.sw]
+		on := a.op == aBlackhole
+		sw.vs.SetBlackhole(on)
+		sw.fail = -1
+		if on {
+			sw.fail = a.fail
+		}
+		return
+	case aLossy, aLossyOff:
+		for d := range 2 {
+			dl := 2*a.link + int32(d)
+			if int(w.lk[dl].recvShard) != s.id {
+				continue
+			}
+			r := &w.rx[dl]
+			if a.op == aLossy {
+				r.loss, r.lossFail = a.loss, a.fail
+			} else {
+				r.loss, r.lossFail = 0, -1
+			}
+		}
+		return
+	}
+	up := a.op == aLinkUp
+	fail := a.fail
+	if up {
+		fail = -1
+	}
+	hosts := int32(w.t.Hosts)
+	for d := range 2 {
+		dl := 2*a.link + int32(d)
+		info := &w.lk[dl]
+		if int(info.recvShard) == s.id {
+			w.rx[dl].up, w.rx[dl].fail = up, fail
+		}
+		if int(info.sendShard) != s.id {
+			continue
+		}
+		tx := &w.tx[dl]
+		tx.up, tx.fail = up, fail
+		if info.from < hosts {
+			hs := &w.hosts[info.from]
+			bit := uint32(1) << info.fromPort
+			if up {
+				hs.down &^= bit
+			} else {
+				hs.down |= bit
+			}
+			if err := hs.nic.SetPortUp(ns(s.now), int(info.fromPort), up); err != nil {
+				s.err = fmt.Errorf("sim: host %d port %d: %w", info.from, info.fromPort, err)
+				return
+			}
+			s.afterHost(info.from)
+			continue
+		}
+		si := info.from - hosts
+		vs := w.sws[si].vs
+		vs.SetPortUp(int(info.fromPort), up)
+		if !up {
+			s.resume = vs.Flush(int(info.fromPort), func(h vswitch.Handle) { s.release(uint32(h)) }, s.resume[:0])
+			for _, in := range s.resume {
+				s.pfc(si, in, xResume)
+			}
+		} else {
+			s.swKick(si, int(info.fromPort), dl)
+		}
+	}
+}
+
+// reconverge recomputes the ECMP routes of this partition's switches over
+// the links that were up one reconvergence delay ago.
+func (s *shard) reconverge() {
+	w := s.w
+	ref := s.now - Time(w.cfg.Reconvergence)*1000
+	up := func(l int) bool { return w.linkUpAt(l, ref) }
+	plane := s.id / w.swGroups
+	if w.swShards == 1 {
+		plane = -1
+	}
+	if err := w.ecmpRoutes(plane, s.id, up); err != nil {
+		s.err = err
+	}
+}

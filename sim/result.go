@@ -1,0 +1,401 @@
+package sim
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/openmrc/mrc/vswitch"
+)
+
+// Result is what a run produced: a Go value that marshals to the JSON the
+// mrc CLI prints (snake_case keys; times in nanoseconds unless named
+// otherwise). docs/sim.md describes every field.
+type Result struct {
+	Scenario  string `json:"scenario"`
+	Transport string `json:"transport"`
+	Seed      uint64 `json:"seed"`
+	Hosts     int    `json:"hosts"`
+	Planes    int    `json:"planes"`
+
+	Flows          int    `json:"flows"`
+	FlowsCompleted int    `json:"flows_completed"` // receiver has every byte and the sender saw it acknowledged
+	FlowsFailed    int    `json:"flows_failed"`    // the transport gave up (QP error)
+	BytesSent      uint64 `json:"bytes_sent"`      // payload bytes sent (first transmissions)
+	BytesDelivered uint64 `json:"bytes_delivered"` // payload bytes placed at receivers, each once
+	// FCT is the flow completion time: from the flow's start until the
+	// sender has every byte acknowledged.
+	FCT FCTStats `json:"fct_ns"`
+	// CompletionNs is when the last flow completed, from the first
+	// start: the collective's completion time.
+	CompletionNs int64 `json:"completion_ns"`
+	// IdealNs is what an unloaded fabric would take: the busiest NIC's
+	// bytes (sent or received, with headers) at the NIC's full rate, plus
+	// one base RTT (the lone-flow FCT).
+	IdealNs int64 `json:"ideal_ns"`
+	// GoodputFractionOfIdeal is IdealNs / CompletionNs.
+	GoodputFractionOfIdeal float64 `json:"goodput_fraction_of_ideal"`
+
+	Retransmits  uint64            `json:"retransmits"`
+	Trims        uint64            `json:"trims"`         // packets trimmed by switches
+	TrimNACKs    uint64            `json:"trim_nacks"`    // NACKs for trimmed packets the senders received
+	LossTimeouts uint64            `json:"loss_timeouts"` // packets the senders declared lost by timer
+	ECNMarks     uint64            `json:"ecn_marks"`     // CE marks set by switches
+	Drops        map[string]uint64 `json:"drops"`         // packets lost, by cause
+	PFCPauses    uint64            `json:"pfc_pauses"`    // lossless fabrics
+	QPErrors     uint64            `json:"qp_errors"`     // connections the transport failed
+	BypassNs     *int64            `json:"bypass_ns"`     // max over failures; null without failures
+	Failures     []FailureResult   `json:"failures"`      // one per failed element
+	PerPlane     []PlaneResult     `json:"per_plane"`     // by plane
+	Links        []LinkClass       `json:"link_utilisation"`
+	EVStates     EVStateChanges    `json:"ev_state_changes"`
+	Events       uint64            `json:"events"`
+	SimTimeNs    int64             `json:"sim_time_ns"`
+	WallS        float64           `json:"wall_s"`
+	Interrupted  bool              `json:"interrupted"`
+	Series       Series            `json:"series"`
+	FlowResults  []FlowResult      `json:"flow_results"`
+}
+
+// FCTStats summarises flow completion times in nanoseconds.
+type FCTStats struct {
+	Min  int64   `json:"min"`
+	P50  int64   `json:"p50"`
+	P99  int64   `json:"p99"`
+	Max  int64   `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// FailureResult is one failed element.
+type FailureResult struct {
+	Kind    string `json:"kind"`
+	Element string `json:"element"`
+	AtNs    int64  `json:"at_ns"`
+	UntilNs int64  `json:"until_ns"` // 0: never repaired
+	// BypassNs is the time from the failure until the element took its
+	// last data packet (0 if it took none): how long traffic kept being
+	// sent into it. Probes and control packets do not count.
+	BypassNs int64 `json:"bypass_ns"`
+	// DataPackets is how many data packets it took (dropped, or for a
+	// lossy link, carried at risk).
+	DataPackets uint64 `json:"data_packets"`
+}
+
+// PlaneResult is one plane's traffic.
+type PlaneResult struct {
+	Plane          int     `json:"plane"`
+	TxBytes        uint64  `json:"tx_bytes"`         // wire bytes the hosts sent on this plane
+	RxPayloadBytes uint64  `json:"rx_payload_bytes"` // data payload bytes that reached hosts on it (duplicates included)
+	GoodputGbps    float64 `json:"goodput_gbps"`     // RxPayloadBytes over the completion time
+	Utilisation    float64 `json:"utilisation"`      // host uplinks: TxBytes / (hosts × port rate × completion time)
+}
+
+// LinkClass is the utilisation of one class of links (one direction
+// between two tiers) over the completion time.
+type LinkClass struct {
+	Class string  `json:"class"` // host_t0, t0_host, t0_t1, t1_t0, t1_t2, t2_t1
+	Links int     `json:"links"`
+	Mean  float64 `json:"mean"`
+	Max   float64 `json:"max"`
+}
+
+// EVStateChanges counts EV path-state changes.
+type EVStateChanges struct {
+	ToGood       uint64 `json:"to_good"` // reported by the core's events
+	ToAssumedBad uint64 `json:"to_assumed_bad"`
+	ToDenied     uint64 `json:"to_denied"`
+	Skips        uint64 `json:"skips"` // GOOD → SKIP (internal state, from counters)
+	Retired      uint64 `json:"retired"`
+	Resurrected  uint64 `json:"resurrected"`
+}
+
+// Series is goodput over time, sampled between windows.
+type Series struct {
+	TimesNs   []int64     `json:"times_ns"`   // sample times
+	TotalGbps []float64   `json:"total_gbps"` // payload delivered to hosts since the previous sample
+	PlaneGbps [][]float64 `json:"plane_gbps"` // [plane][sample]
+	FlowIDs   []int       `json:"flow_ids"`   // flows with a series
+	FlowGbps  [][]float64 `json:"flow_gbps"`  // [flow][sample]: bytes newly delivered to the receiver
+}
+
+// FlowResult is one flow's outcome; times in nanoseconds, -1 if it did
+// not happen.
+type FlowResult struct {
+	ID      int    `json:"id"`
+	Src     int    `json:"src"`
+	Dst     int    `json:"dst"`
+	Size    uint64 `json:"size"`
+	Tag     string `json:"tag,omitempty"`
+	StartNs int64  `json:"start_ns"`
+	FCTNs   int64  `json:"fct_ns"`  // until the sender has every byte acknowledged
+	RecvNs  int64  `json:"recv_ns"` // until the receiver has every byte
+	Failed  bool   `json:"failed,omitempty"`
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Result) WriteJSON(out io.Writer) error {
+	e := json.NewEncoder(out)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// sampler records the goodput series at window ends.
+type sampler struct {
+	w        *World
+	every    Time
+	next     Time
+	last     Time
+	lastRx   []uint64 // by plane
+	lastFlow []uint64
+	flows    []int32
+	s        Series
+}
+
+func (w *World) newSampler() *sampler {
+	every := Time(w.cfg.SampleEvery) * 1000
+	if every == 0 {
+		every = max(w.idealPs()/100, 1_000_000)
+	}
+	sm := &sampler{w: w, every: every, next: every, lastRx: make([]uint64, w.t.Planes)}
+	n := min(max(w.cfg.SeriesFlows, 0), len(w.flows))
+	for i := range n {
+		sm.flows = append(sm.flows, int32(i))
+		sm.s.FlowIDs = append(sm.s.FlowIDs, w.wl.Flows[i].ID)
+	}
+	sm.lastFlow = make([]uint64, n)
+	sm.s.PlaneGbps = make([][]float64, w.t.Planes)
+	sm.s.FlowGbps = make([][]float64, n)
+	return sm
+}
+
+func (sm *sampler) maybe(now Time) {
+	if now >= sm.next {
+		sm.take(now)
+		sm.next = now + sm.every
+	}
+}
+
+func (sm *sampler) final(now Time) {
+	if now > sm.last {
+		sm.take(now)
+	}
+}
+
+func (sm *sampler) take(now Time) {
+	w := sm.w
+	dt := float64(now - sm.last) // ps
+	if dt <= 0 {
+		return
+	}
+	gbps := func(bytes uint64) float64 { return float64(bytes) * 8 / dt * 1000 } // bytes per ps → Gb/s
+	var total uint64
+	for p := range w.t.Planes {
+		var rx uint64
+		for _, s := range w.shards {
+			rx += s.planeRx[p]
+		}
+		d := rx - sm.lastRx[p]
+		sm.lastRx[p] = rx
+		total += d
+		sm.s.PlaneGbps[p] = append(sm.s.PlaneGbps[p], gbps(d))
+	}
+	sm.s.TotalGbps = append(sm.s.TotalGbps, gbps(total))
+	for i, f := range sm.flows {
+		fl := &w.wl.Flows[f]
+		got := w.hosts[fl.Dst].nic.Delivered(w.flows[f].dstQP)
+		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(got-sm.lastFlow[i]))
+		sm.lastFlow[i] = got
+	}
+	sm.s.TimesNs = append(sm.s.TimesNs, now/1000)
+	sm.last = now
+}
+
+// idealPs is the serialisation bound of the workload in picoseconds: the
+// busiest NIC's bytes on the wire at its full rate (all planes).
+func (w *World) idealPs() Time {
+	tx := make([]uint64, w.t.Hosts)
+	rx := make([]uint64, w.t.Hosts)
+	hdr := uint64(84 + w.overhead)
+	if w.cfg.Transport.Fabric == vswitch.ModeSRv6 {
+		hdr += 40
+	}
+	mtu := uint64(w.cfg.MTU)
+	for _, f := range w.wl.Flows {
+		b := f.Size + (f.Size+mtu-1)/mtu*hdr
+		tx[f.Src] += b
+		rx[f.Dst] += b
+	}
+	var most uint64
+	for h := range tx {
+		most = max(most, tx[h], rx[h])
+	}
+	rate := float64(w.t.HostRate()) * float64(w.t.Planes)
+	return Time(float64(most) * 8 / rate * 1e12)
+}
+
+func (w *World) result(sm *sampler, wall time.Duration) *Result {
+	t := w.t
+	r := &Result{
+		Scenario: w.cfg.Name, Transport: w.cfg.Transport.Name, Seed: w.cfg.Seed,
+		Hosts: t.Hosts, Planes: t.Planes, Flows: len(w.flows),
+		Events: w.events(), SimTimeNs: w.simNow() / 1000, WallS: wall.Seconds(),
+		Drops: map[string]uint64{}, Series: sm.s,
+	}
+	// Flows.
+	first, last := never, Time(0)
+	var fcts []int64
+	var sum float64
+	for i, fs := range w.flows {
+		fl := &w.wl.Flows[i]
+		fr := FlowResult{ID: fl.ID, Src: fl.Src, Dst: fl.Dst, Size: fl.Size, Tag: fl.Tag, StartNs: -1, FCTNs: -1, RecvNs: -1, Failed: fs.failed}
+		if fs.start >= 0 {
+			fr.StartNs = fs.start / 1000
+			first = min(first, fs.start)
+		}
+		if fs.failed {
+			r.FlowsFailed++
+		}
+		if fs.sendDone >= 0 && fs.recvDone >= 0 && !fs.failed {
+			r.FlowsCompleted++
+			fct := (fs.sendDone - fs.start) / 1000
+			fr.FCTNs, fr.RecvNs = fct, (fs.recvDone-fs.start)/1000
+			fcts = append(fcts, fct)
+			sum += float64(fct)
+			last = max(last, fs.sendDone, fs.recvDone)
+		}
+		r.FlowResults = append(r.FlowResults, fr)
+	}
+	if len(fcts) > 0 {
+		slices.Sort(fcts)
+		pct := func(p float64) int64 {
+			i := int(p*float64(len(fcts))+0.999999) - 1
+			return fcts[min(max(i, 0), len(fcts)-1)]
+		}
+		r.FCT = FCTStats{Min: fcts[0], P50: pct(0.5), P99: pct(0.99), Max: fcts[len(fcts)-1], Mean: sum / float64(len(fcts))}
+	}
+	if r.FlowsCompleted > 0 && first < never {
+		r.CompletionNs = (last - first) / 1000
+	}
+	r.IdealNs = w.idealPs()/1000 + w.baseRTT.Nanoseconds()
+	if r.CompletionNs > 0 {
+		r.GoodputFractionOfIdeal = float64(r.IdealNs) / float64(r.CompletionNs)
+	}
+
+	// Transport counters.
+	var ts TransportStats
+	for h := range w.hosts {
+		ts.add(w.hosts[h].nic.Stats())
+	}
+	r.BytesSent, r.BytesDelivered = ts.PayloadSent, ts.PayloadReceived
+	r.Retransmits, r.TrimNACKs, r.LossTimeouts = ts.Retransmits, ts.TrimNACKs+ts.LastHopNACKs, ts.LossTimeouts
+	r.EVStates.Skips, r.EVStates.Retired, r.EVStates.Resurrected = ts.EVSkips, ts.EVRetired, ts.EVResurrected
+	if ts.Drops > 0 {
+		r.Drops["nic"] = ts.Drops
+	}
+
+	// Switch and link counters.
+	var sc vswitch.Counters
+	for i := range w.sws {
+		sc.Add(&w.sws[i].vs.Counters)
+	}
+	r.Trims = sc.Trimmed + sc.TrimmedLastHop
+	r.ECNMarks = sc.Marked
+	r.PFCPauses = sc.Pauses
+	for _, s := range w.shards {
+		for c, n := range s.linkDrops {
+			sc.Drops[c] += n
+		}
+		for k := range s.evTo {
+			switch k {
+			case 0:
+				r.EVStates.ToGood += s.evTo[k]
+			case 2:
+				r.EVStates.ToAssumedBad += s.evTo[k]
+			case 3:
+				r.EVStates.ToDenied += s.evTo[k]
+			}
+		}
+		r.QPErrors += s.qpErrors
+	}
+	for c, n := range sc.Drops {
+		if n > 0 {
+			r.Drops[vswitch.DropCause(c).String()] = n
+		}
+	}
+
+	// Failures.
+	if len(w.fails) > 0 {
+		var worst int64
+		for i, f := range w.fails {
+			fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at / 1000, UntilNs: f.until / 1000}
+			var lastHit Time = -1
+			for _, s := range w.shards {
+				fr.DataPackets += s.failHits[i]
+				if s.failHits[i] > 0 {
+					lastHit = max(lastHit, s.failLast[i])
+				}
+			}
+			if lastHit >= f.at {
+				fr.BypassNs = (lastHit - f.at) / 1000
+			}
+			worst = max(worst, fr.BypassNs)
+			r.Failures = append(r.Failures, fr)
+		}
+		r.BypassNs = &worst
+	}
+
+	// Planes and link classes over the completion interval.
+	dur := float64(last - max(first, 0))
+	if dur <= 0 {
+		dur = float64(w.simNow())
+	}
+	for p := range t.Planes {
+		pr := PlaneResult{Plane: p}
+		for _, s := range w.shards {
+			pr.TxBytes += s.planeTx[p]
+			pr.RxPayloadBytes += s.planeRx[p]
+		}
+		if dur > 0 {
+			pr.GoodputGbps = float64(pr.RxPayloadBytes) * 8 / dur * 1000
+			pr.Utilisation = float64(pr.TxBytes) * 8 / (float64(t.Hosts) * float64(t.HostRate()) * dur / 1e12)
+		}
+		r.PerPlane = append(r.PerPlane, pr)
+	}
+	r.Links = w.linkClasses(dur)
+	return r
+}
+
+func (w *World) linkClasses(dur float64) []LinkClass {
+	t := w.t
+	name := func(n int32) string {
+		if int(n) < t.Hosts {
+			return "host"
+		}
+		return "t" + string(rune('0'+t.Switches[int(n)-t.Hosts].Tier))
+	}
+	idx := map[string]int{}
+	var out []LinkClass
+	for dl := range w.lk {
+		info := &w.lk[dl]
+		c := name(info.from) + "_" + name(info.to)
+		i, ok := idx[c]
+		if !ok {
+			i = len(out)
+			idx[c] = i
+			out = append(out, LinkClass{Class: c})
+		}
+		u := 0.0
+		if dur > 0 {
+			u = float64(w.tx[dl].sentBytes) * 8 / (float64(info.rate) * dur / 1e12)
+		}
+		lc := &out[i]
+		lc.Links++
+		lc.Mean += u
+		lc.Max = max(lc.Max, u)
+	}
+	for i := range out {
+		out[i].Mean /= float64(out[i].Links)
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxWindow bounds a window when the lookahead is larger (or infinite), so
+// that completion is noticed and samples are taken in good time.
+const maxWindow Time = 10_000_000 // 10 µs
+
+// Run runs the simulation until every flow has completed, nothing is left
+// to do, StopAt passes or ctx is cancelled, and returns the results (also
+// when cancelled: then Result.Interrupted is set). A World runs once.
+//
+// The partitions advance in windows no longer than the lookahead (the
+// shortest host link's delay): within a window each partition runs alone,
+// on one of Workers goroutines; packets crossing to another partition are
+// merged at the window's end in a fixed order. The run is therefore the
+// same for any number of workers.
+func (w *World) Run(ctx context.Context) (*Result, error) {
+	if w.ran {
+		return nil, errors.New("sim: a World runs once")
+	}
+	w.ran = true
+	wallStart := time.Now()
+	stop := Time(w.cfg.StopAt) * 1000
+	window := min(w.lookahead, maxWindow)
+	smp := w.newSampler()
+	var T Time
+	interrupted := false
+	for {
+		next := never
+		for _, s := range w.shards {
+			next = min(next, s.next())
+		}
+		if next == never || next >= stop {
+			break
+		}
+		T = max(T, next)
+		end := min(T+window, stop)
+		w.parallel(func(i int) { w.shards[i].run(end) })
+		if err := w.shardErr(); err != nil {
+			return nil, err
+		}
+		if len(w.shards) > 1 {
+			w.parallel(func(i int) { w.shards[i].ingest() })
+		}
+		T = end
+		smp.maybe(T)
+		if w.cfg.Progress != nil {
+			w.cfg.Progress(time.Duration(T/1000), w.events())
+		}
+		if w.done() {
+			break
+		}
+		if ctx != nil && ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+	}
+	smp.final(w.simNow())
+
+	r := w.result(smp, time.Since(wallStart))
+	r.Interrupted = interrupted
+	return r, nil
+}
+
+// parallel runs fn(i) for every partition, on up to Workers goroutines.
+func (w *World) parallel(fn func(i int)) {
+	n := len(w.shards)
+	workers := min(w.cfg.Workers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			fn(i)
+		}
+	}
+	wg.Add(workers - 1)
+	for range workers - 1 {
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+}
+
+func (w *World) shardErr() error {
+	for _, s := range w.shards {
+		if s.err != nil {
+			return s.err
+		}
+	}
+	return nil
+}
+
+func (w *World) done() bool {
+	var send, recv, failed int
+	for _, s := range w.shards {
+		send += s.sendDone
+		recv += s.recvDone
+		failed += s.failed
+	}
+	n := len(w.flows)
+	return send >= n && recv+failed >= n
+}
+
+func (w *World) events() uint64 {
+	var n uint64
+	for _, s := range w.shards {
+		n += s.events
+	}
+	return n
+}
+
+func (w *World) simNow() Time {
+	var t Time
+	for _, s := range w.shards {
+		t = max(t, s.now)
+	}
+	return t
+}

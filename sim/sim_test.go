@@ -1,0 +1,460 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc/sim/topo"
+	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/vswitch"
+)
+
+func clos2(t testing.TB, c topo.Clos2Config) *topo.Topology {
+	t.Helper()
+	tp, err := topo.Clos2(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+func run(t testing.TB, c Config) *Result {
+	t.Helper()
+	w, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func flows(fs ...workload.Flow) *workload.Workload {
+	for i := range fs {
+		fs[i].ID = i + 1
+	}
+	return &workload.Workload{Name: "test", Flows: fs}
+}
+
+// checkComplete fails unless every flow completed and every byte arrived
+// exactly once.
+func checkComplete(t *testing.T, r *Result, wl *workload.Workload) {
+	t.Helper()
+	if r.FlowsCompleted != r.Flows || r.FlowsFailed != 0 {
+		t.Errorf("%s: %d of %d flows completed, %d failed", r.Transport, r.FlowsCompleted, r.Flows, r.FlowsFailed)
+	}
+	if want := wl.Bytes(); r.BytesDelivered != want || r.BytesSent != want {
+		t.Errorf("%s: %d bytes sent, %d delivered, want %d", r.Transport, r.BytesSent, r.BytesDelivered, want)
+	}
+}
+
+// The FCT of a lone flow is the serialisation of its packets at the first
+// hop, store-and-forward of the last one over the other three hops, the
+// propagation both ways and the SACK's serialisation on the way back.
+func TestLoneFlowFCT(t *testing.T) {
+	const mtu, size = 4096, 64 * 4096
+	hostDelay, fabricDelay := 700*time.Nanosecond, 1300*time.Nanosecond
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4, HostDelay: hostDelay, FabricDelay: fabricDelay})
+	wl := flows(workload.Flow{Src: 0, Dst: 9, Size: size})
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 1})
+	checkComplete(t, r, wl)
+
+	data := mtu + 40 + 40 + 8 + 32 + 4 + 38 // SRv6-encapsulated WRITE + Ethernet
+	sack := 40 + 40 + 8 + 48 + 4 + 38
+	ser := func(n int) int64 { return vswitch.SerializationPs(n, 100e9) }
+	prop := 4*hostDelay.Nanoseconds()*1000 + 4*fabricDelay.Nanoseconds()*1000
+	want := (int64(size/mtu)+3)*ser(data) + 4*ser(sack) + prop
+	got := r.FlowResults[0].FCTNs * 1000
+	if diff := got - want; diff < -2000 || diff > 2000 {
+		t.Errorf("lone flow FCT %d ns, want %d ns (serialisation + base RTT)", got/1000, want/1000)
+	}
+	// And the receiver has it one SACK earlier.
+	if rv := r.FlowResults[0].RecvNs * 1000; rv >= got || rv < got-4*ser(sack)-prop/2-2000 {
+		t.Errorf("receive completion %d ns vs FCT %d ns", rv/1000, got/1000)
+	}
+	if r.Retransmits != 0 || r.Trims != 0 || len(r.Drops) != 0 {
+		t.Errorf("a lone flow saw %d retransmits, %d trims, drops %v", r.Retransmits, r.Trims, r.Drops)
+	}
+}
+
+// A single flow fills both planes of its NIC at line rate.
+func TestSingleFlowLineRate(t *testing.T) {
+	const mtu, size = 4096, 8 << 20
+	tp := clos2(t, topo.Clos2Config{Hosts: 8, Planes: 2, T0Down: 4, T0Up: 2})
+	wl := flows(workload.Flow{Src: 1, Dst: 6, Size: size})
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 3, SampleEvery: 20 * time.Microsecond})
+	checkComplete(t, r, wl)
+	payloadRate := 2 * 100e9 * float64(mtu) / float64(mtu+124+38) // bits/s of payload on two ports
+	// Skip the first and the last sample (ramp-up and tail).
+	s := r.Series.TotalGbps
+	if len(s) < 5 {
+		t.Fatalf("only %d samples", len(s))
+	}
+	for i, g := range s[1 : len(s)-1] {
+		if g < 0.97*payloadRate/1e9 || g > 1.001*payloadRate/1e9 {
+			t.Errorf("sample %d: %.1f Gb/s, line rate is %.1f Gb/s of payload", i+1, g, payloadRate/1e9)
+		}
+	}
+	for p, pl := range r.PerPlane {
+		if pl.RxPayloadBytes != size/2 {
+			t.Errorf("plane %d carried %d bytes, want half", p, pl.RxPayloadBytes)
+		}
+	}
+	if r.GoodputFractionOfIdeal < 0.9 {
+		t.Errorf("goodput %.2f of ideal", r.GoodputFractionOfIdeal)
+	}
+}
+
+func smallPerm(t testing.TB, hosts int, size uint64) *workload.Workload {
+	wl, err := workload.Permutation(hosts, size, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wl
+}
+
+// Bytes delivered equal bytes sent, through congestion and trimming.
+func TestPermutationDeliversEverything(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 64, Planes: 2, T0Down: 8, T0Up: 8})
+	wl := smallPerm(t, 64, 1<<20)
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 5})
+	checkComplete(t, r, wl)
+	if r.FCT.Min <= 0 || r.FCT.Min > r.FCT.P50 || r.FCT.P50 > r.FCT.P99 || r.FCT.P99 > r.FCT.Max {
+		t.Errorf("FCT stats %+v", r.FCT)
+	}
+	if r.CompletionNs < r.IdealNs {
+		t.Errorf("completion %d ns beats the ideal %d ns", r.CompletionNs, r.IdealNs)
+	}
+	var rx uint64
+	for _, p := range r.PerPlane {
+		rx += p.RxPayloadBytes
+	}
+	if rx < wl.Bytes() {
+		t.Errorf("planes carried %d payload bytes, fewer than %d", rx, wl.Bytes())
+	}
+	if r.BypassNs != nil {
+		t.Error("bypass reported without failures")
+	}
+}
+
+func stripWall(t *testing.T, r *Result) string {
+	t.Helper()
+	r.WallS = 0
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Runs are a function of the scenario and seed, whatever the number of
+// worker goroutines.
+func TestDeterminism(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 4, T0Down: 8, T0Up: 4})
+	wl := smallPerm(t, 32, 512<<10)
+	cfg := Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 9, HostGroups: 3,
+		Failures: []Failure{{Kind: LinkDown, Element: "random:t0-t1", Count: 2, At: 10 * time.Microsecond}}}
+	cfg.Workers = 1
+	a := stripWall(t, run(t, cfg))
+	b := stripWall(t, run(t, cfg))
+	cfg.Workers = 2
+	c := stripWall(t, run(t, cfg))
+	if a != b {
+		t.Error("same seed, different results")
+	}
+	if a != c {
+		t.Error("1 and 2 workers give different results")
+	}
+	cfg.Seed = 10
+	if d := stripWall(t, run(t, cfg)); d == a {
+		t.Error("a different seed gives the same results")
+	}
+}
+
+// MRC's spraying beats one ECMP path per QP on a permutation's tail: RoCEv2
+// with and without PFC, and MRC itself pinned to one path.
+func TestMRCBeatsSinglePathECMP(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 64, T0Down: 8, T0Up: 8})
+	wl := smallPerm(t, 64, 1<<20)
+	m := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 2})
+	checkComplete(t, m, wl)
+	for _, tr := range []Transport{RoCE(true), RoCE(false), SinglePath()} {
+		e := run(t, Config{Topology: tp, Workload: wl, Transport: tr, Seed: 2})
+		checkComplete(t, e, wl)
+		t.Logf("p99 FCT: mrc %d ns, %s %d ns (retransmits %d, drops %v, pauses %d)",
+			m.FCT.P99, e.Transport, e.FCT.P99, e.Retransmits, e.Drops, e.PFCPauses)
+		if m.FCT.P99 >= e.FCT.P99 {
+			t.Errorf("MRC p99 FCT %d ns does not beat %s's %d ns", m.FCT.P99, e.Transport, e.FCT.P99)
+		}
+	}
+}
+
+// After a T0–T1 link fails mid-run MRC stops sending data into it within a
+// few base RTTs and loses no data. The plane has more paths (T1s) than a
+// QP has EVs per plane, as in the deployed fabric (256 T1s, 16 EVs), so
+// each QP has at most one EV, active or backup, on the dead path. (With
+// fewer paths than EVs, several EVs share the dead path and each is
+// retired one loss timeout after the backup that replaced the previous.)
+func TestT0T1FailureBypass(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 64, Planes: 2, T0Down: 8, T0Up: 32})
+	wl := smallPerm(t, 64, 2<<20)
+	cfg := Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 4,
+		Failures: []Failure{{Kind: LinkDown, Element: "t0-p0-0/t1-p0-1", At: 30 * time.Microsecond}}}
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtt := w.baseRTT
+	r, err := w.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkComplete(t, r, wl)
+	if r.BypassNs == nil || len(r.Failures) != 1 {
+		t.Fatalf("failures %+v", r.Failures)
+	}
+	f := r.Failures[0]
+	t.Logf("bypass %d ns (base RTT %v), %d data packets lost, %d loss timeouts, %d EVs retired",
+		f.BypassNs, rtt, f.DataPackets, r.LossTimeouts, r.EVStates.Retired)
+	if f.DataPackets == 0 {
+		t.Error("the failed link took no traffic: the test does not exercise bypass")
+	}
+	if time.Duration(f.BypassNs) > 6*rtt {
+		t.Errorf("bypass took %d ns, more than 6 base RTTs (%v)", f.BypassNs, 6*rtt)
+	}
+	if r.EVStates.Retired == 0 || r.EVStates.ToAssumedBad == 0 {
+		t.Errorf("no EV retired: %+v", r.EVStates)
+	}
+}
+
+// A trimming switch turns incast congestion into NACKs, not timeouts.
+func TestTrimmingGivesNACKsNotTimeouts(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl, err := workload.Incast(12, 1<<20, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 6,
+		Queue: QueueSpec{LastHopTrimAt: 64 << 10, TrimAt: 64 << 10}})
+	checkComplete(t, r, wl)
+	t.Logf("trims %d, trim NACKs %d, retransmits %d, loss timeouts %d, drops %v", r.Trims, r.TrimNACKs, r.Retransmits, r.LossTimeouts, r.Drops)
+	if r.Trims == 0 {
+		t.Fatal("no packet was trimmed: no congestion")
+	}
+	if r.TrimNACKs != r.Trims {
+		t.Errorf("%d trims but %d trim NACKs", r.Trims, r.TrimNACKs)
+	}
+	if r.LossTimeouts != 0 || len(r.Drops) != 0 {
+		t.Errorf("%d loss timeouts, drops %v: congestion should only trim", r.LossTimeouts, r.Drops)
+	}
+}
+
+// Without trimming the same incast drops packets and recovers by timeout.
+func TestTailDropWithoutTrimming(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl, _ := workload.Incast(12, 512<<10, -1, 0)
+	tr := MRC()
+	tr.Name, tr.Trim = "mrc-notrim", false
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: tr, Seed: 6, Queue: QueueSpec{Buffer: 64 << 10}})
+	checkComplete(t, r, wl)
+	if r.Trims != 0 || r.Drops["queue_full"] == 0 || r.LossTimeouts == 0 {
+		t.Errorf("trims %d, drops %v, loss timeouts %d", r.Trims, r.Drops, r.LossTimeouts)
+	}
+}
+
+// In an ECMP fabric, traffic hashed onto a dead link is lost until
+// routing reconverges.
+func TestECMPReconvergence(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl := smallPerm(t, 16, 4<<20)
+	const at, reconv = 20 * time.Microsecond, 150 * time.Microsecond
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: SinglePath(), Seed: 8, Reconvergence: reconv,
+		Failures: []Failure{{Kind: SwitchDown, Element: "t1-1", At: at}}})
+	checkComplete(t, r, wl)
+	f := r.Failures[0]
+	t.Logf("bypass %d ns, %d data packets lost, drops %v", f.BypassNs, f.DataPackets, r.Drops)
+	if f.DataPackets == 0 {
+		t.Fatal("no traffic crossed the failed switch")
+	}
+	if f.BypassNs > reconv.Nanoseconds() || f.BypassNs < reconv.Nanoseconds()/2 {
+		t.Errorf("bypass %d ns, want just under the %v reconvergence", f.BypassNs, reconv)
+	}
+}
+
+// Silent dataplane failures, NIC port loss, lossy links and flapping links:
+// MRC finishes every flow.
+func TestMRCSurvivesFailures(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 4, T0Down: 8, T0Up: 4})
+	for _, f := range []Failure{
+		{Kind: SwitchBlackhole, Element: "t1-p2-1", At: 15 * time.Microsecond},
+		{Kind: NICPortDown, Element: "h3/p1", At: 15 * time.Microsecond, Until: 60 * time.Microsecond},
+		{Kind: LossyLink, Element: "random:t0-t1", Count: 3, At: 0, Loss: 0.02},
+		{Kind: LinkFlap, Element: "random:t0-t1", Count: 2, At: 0, Until: 200 * time.Microsecond, FlapRate: 50_000, DownFor: 5 * time.Microsecond},
+		{Kind: SwitchDown, Element: "random:t1", At: 20 * time.Microsecond, Until: 80 * time.Microsecond},
+	} {
+		t.Run(string(f.Kind), func(t *testing.T) {
+			wl := smallPerm(t, 32, 1<<20)
+			r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 12, Failures: []Failure{f}})
+			checkComplete(t, r, wl)
+			if r.BypassNs == nil || len(r.Failures) == 0 {
+				t.Fatal("no failure reported")
+			}
+			var pkts uint64
+			for _, fr := range r.Failures {
+				pkts += fr.DataPackets
+			}
+			t.Logf("%s: bypass %d ns, %d data packets, drops %v, retired %d", f.Kind, *r.BypassNs, pkts, r.Drops, r.EVStates.Retired)
+			if pkts == 0 {
+				t.Error("the failure touched no traffic")
+			}
+		})
+	}
+}
+
+// Collectives chained by triggers run to completion: htsim's serial
+// all-to-all and a chunked ring all-reduce.
+func TestTriggeredCollectives(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, Planes: 2, T0Down: 4, T0Up: 4})
+	ring, err := workload.RingAllReduce(16, 4<<20, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2a, _ := workload.AllToAll(16, 64<<10, false)
+	for _, wl := range []*workload.Workload{ring, a2a} {
+		r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 1})
+		checkComplete(t, r, wl)
+		// A chain can be no faster than its links: the ring's 30 steps
+		// each move a 32nd of the buffer over one NIC.
+		if r.CompletionNs < r.IdealNs {
+			t.Errorf("%s completed in %d ns, under the ideal %d ns", wl.Name, r.CompletionNs, r.IdealNs)
+		}
+		t.Logf("%s: %d flows in %d ns (%.2f of ideal)", wl.Name, r.Flows, r.CompletionNs, r.GoodputFractionOfIdeal)
+	}
+}
+
+// A lossless (PFC) fabric pauses instead of dropping.
+func TestLosslessPFC(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl, _ := workload.Incast(8, 512<<10, 9, 1)
+	tr := MRC()
+	tr.Name, tr.Trim, tr.Lossless = "mrc-pfc", false, true
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: tr, Seed: 2, Queue: QueueSpec{Buffer: 256 << 10, PFCXoff: 48 << 10}})
+	checkComplete(t, r, wl)
+	// MRC's loss timer may fire while a packet sits paused: those
+	// retransmissions are spurious, but nothing is dropped.
+	if r.PFCPauses == 0 || len(r.Drops) != 0 {
+		t.Errorf("pauses %d, drops %v, retransmits %d", r.PFCPauses, r.Drops, r.Retransmits)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl := flows(workload.Flow{Src: 0, Dst: 5, Size: 100})
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Workload: wl, Transport: MRC()}, "topology"},
+		{Config{Topology: tp, Transport: MRC()}, "workload"},
+		{Config{Topology: tp, Workload: wl}, "transport"},
+		{Config{Topology: tp, Workload: flows(workload.Flow{Src: 0, Dst: 99, Size: 1}), Transport: MRC()}, "hosts are 0..15"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), MTU: 100}, "mtu"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LinkDown, Element: "t9-0"}}}, "no switch"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LinkDown, Element: "t1-0"}}}, "needs a link"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: "meteor", Element: "t1-0"}}}, "unknown failure kind"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LinkDown, Element: "random:spine"}}}, "unknown selector"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LinkDown, Element: "random:t0-t1", Count: 99}}}, "has 16"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LinkFlap, Element: "random:t0-t1"}}}, "flap needs"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LossyLink, Element: "random:t0-t1", Loss: 2}}}, "loss 2"},
+		{Config{Topology: tp, Workload: wl, Transport: MRC(), Failures: []Failure{{Kind: LinkDown, Element: "random:t0-t1", At: 5, Until: 2}}}, "not after"},
+	} {
+		_, err := New(tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one mentioning %q", err, tc.want)
+		}
+	}
+	for _, tr := range Transports() {
+		if _, err := LookupTransport(tr.Name); err != nil {
+			t.Errorf("%s: %v", tr.Name, err)
+		}
+	}
+	if _, err := LookupTransport("tcp"); err == nil {
+		t.Error("unknown transport accepted")
+	}
+}
+
+func TestResultJSON(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 8, Planes: 2, T0Down: 4, T0Up: 2})
+	wl := smallPerm(t, 8, 256<<10)
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: Oblivious(), Seed: 1,
+		Failures: []Failure{{Kind: LinkDown, Element: "random:t0-t1", At: 5 * time.Microsecond}}})
+	checkComplete(t, r, wl)
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "seed", "sim_time_ns", "wall_s", "events", "transport", "flows", "flows_completed",
+		"bytes_delivered", "fct_ns", "completion_ns", "goodput_fraction_of_ideal", "retransmits", "trims", "drops",
+		"bypass_ns", "per_plane", "series", "ev_state_changes", "link_utilisation", "failures"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	fct := m["fct_ns"].(map[string]any)
+	for _, k := range []string{"min", "p50", "p99", "max"} {
+		if _, ok := fct[k]; !ok {
+			t.Errorf("fct_ns lacks %q", k)
+		}
+	}
+	if r.Transport != "oblivious" || r.Events == 0 || r.SimTimeNs == 0 || len(r.Series.TimesNs) == 0 || len(r.Series.FlowIDs) != 8 {
+		t.Errorf("result %+v", r)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl := smallPerm(t, 16, 8<<20)
+	w, err := New(Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := w.Run(ctx)
+	if err != nil || !r.Interrupted || r.FlowsCompleted == r.Flows {
+		t.Errorf("cancelled run: %v, interrupted %v, %d/%d flows", err, r.Interrupted, r.FlowsCompleted, r.Flows)
+	}
+	if _, err := w.Run(context.Background()); err == nil {
+		t.Error("a World ran twice")
+	}
+}
+
+// Every built-in transport carries a permutation to completion on a
+// two-tier multi-plane fabric and on a three-tier fat tree (SRv6 paths of
+// six uSIDs there).
+func TestEveryTransport(t *testing.T) {
+	c3, err := topo.Clos3(topo.Clos3Config{Hosts: 64, Radix: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range []*topo.Topology{clos2(t, topo.Clos2Config{Hosts: 32, Planes: 2, T0Down: 8, T0Up: 4}), c3} {
+		wl := smallPerm(t, tp.Hosts, 256<<10)
+		for _, tr := range Transports() {
+			r := run(t, Config{Topology: tp, Workload: wl, Transport: tr, Seed: 3})
+			checkComplete(t, r, wl)
+			if r.FCT.P99 <= 0 || r.FCT.P99 > 5_000_000 {
+				t.Errorf("%s on %s: p99 FCT %d ns", tr.Name, tp.Kind, r.FCT.P99)
+			}
+		}
+	}
+}

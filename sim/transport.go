@@ -1,0 +1,337 @@
+package sim
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/roce"
+	"github.com/openmrc/mrc/vswitch"
+)
+
+// Endpoint is what the simulator drives on every host: the I/O method set
+// of *mrc.Endpoint, which the RoCEv2 baseline (package roce) shares. Times
+// are the core's nanoseconds.
+type Endpoint interface {
+	PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (mrc.Transmit, bool)
+	HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int)
+	NextTimeout() mtime.Time
+	HandleTimeout(now mtime.Time)
+	PollEvent() (mrc.Event, bool)
+}
+
+// NIC is one host's transport as the simulator sets it up: the Endpoint
+// plus the out-of-band setup a job launcher would do (create and connect
+// QPs, post work). A NIC is used by one goroutine at a time.
+type NIC interface {
+	Endpoint
+	// Open creates the local end of a connection to host spec.Peer and
+	// returns its QP number.
+	Open(now mtime.Time, spec ConnSpec) (qpn uint32, err error)
+	// Connect completes connection qpn once the peer's end exists.
+	Connect(now mtime.Time, qpn uint32, peer Peer) error
+	// Memory describes the NIC's (phantom) memory, which peers write to.
+	Memory() mrc.MR
+	// Send posts a WRITE_IMM of n bytes on qpn; the completion's WRID is
+	// id. Receive posts the receive that the peer's WRITE_IMM completes
+	// into, with WRID id.
+	Send(now mtime.Time, qpn uint32, id uint64, n uint64, remote mrc.MR) error
+	Receive(qpn uint32, id uint64) error
+	// SetPortUp tells the NIC that port's link went down or came back.
+	SetPortUp(now mtime.Time, port int, up bool) error
+	// Stats returns the NIC's protocol counters.
+	Stats() TransportStats
+	// Delivered returns the payload bytes connection qpn has received
+	// (each byte once), for goodput series.
+	Delivered(qpn uint32) uint64
+}
+
+// ConnSpec describes the local end of a connection.
+type ConnSpec struct {
+	Peer int // the remote host
+	// Index numbers the connection (the flow); both ends get the same
+	// index, so a single-plane transport can pick the plane from it.
+	Index int
+	// Paths maps EVs to uSID paths (SRv6 fabrics); PathsPerPlane is the
+	// number of distinct paths per plane.
+	Paths         mrc.PathFunc
+	PathsPerPlane int
+}
+
+// Peer describes the remote end of a connection.
+type Peer struct {
+	QPN   uint32
+	Addrs []netip.Addr // the peer's port addresses, by plane
+	Paths mrc.PathFunc // towards the peer
+}
+
+// NICSpec is what a transport needs to build one host's NIC.
+type NICSpec struct {
+	Host    int
+	Ports   []netip.Addr // one per plane
+	Seed    uint64
+	MTU     int
+	BaseRTT time.Duration
+	// PortRate is one port's speed in bits per second.
+	PortRate int64
+	MaxQPs   int
+	// SRv6 says the fabric forwards on uSID paths (the NIC encapsulates,
+	// EncapSRv6); otherwise it routes plain IPv6 by ECMP.
+	SRv6 bool
+}
+
+// TransportStats are a NIC's protocol counters, summed over its QPs.
+type TransportStats struct {
+	DataSent        uint64 // data packets, first transmissions
+	Retransmits     uint64
+	PayloadSent     uint64
+	PayloadReceived uint64
+	LossTimeouts    uint64 // packets declared lost by a timer
+	RetryTimeouts   uint64 // connection-level timeouts
+	TrimNACKs       uint64 // NACKs for packets trimmed mid-fabric
+	LastHopNACKs    uint64 // NACKs for packets trimmed at the last hop
+	ECNEchoes       uint64
+	EVSkips         uint64
+	EVRetired       uint64
+	EVResurrected   uint64
+	Drops           uint64 // received packets the NIC discarded
+}
+
+func (s *TransportStats) add(o TransportStats) {
+	s.DataSent += o.DataSent
+	s.Retransmits += o.Retransmits
+	s.PayloadSent += o.PayloadSent
+	s.PayloadReceived += o.PayloadReceived
+	s.LossTimeouts += o.LossTimeouts
+	s.RetryTimeouts += o.RetryTimeouts
+	s.TrimNACKs += o.TrimNACKs
+	s.LastHopNACKs += o.LastHopNACKs
+	s.ECNEchoes += o.ECNEchoes
+	s.EVSkips += o.EVSkips
+	s.EVRetired += o.EVRetired
+	s.EVResurrected += o.EVResurrected
+	s.Drops += o.Drops
+}
+
+// Transport is one transport the simulator can run: how the fabric is
+// configured for it and how to build a host's NIC.
+type Transport struct {
+	// Name identifies the transport in results ("mrc", "roce", …).
+	Name string
+	// Fabric is the switches' forwarding mode: ModeSRv6 (uSID paths) or
+	// ModeECMP.
+	Fabric vswitch.Mode
+	// Trim turns on trimming in the switches; Lossless turns on PFC.
+	// ECNLastHop marks ECN on the last hop too (DCQCN needs it; MRC
+	// switches it off, digest §3.10).
+	Trim, Lossless, ECNLastHop bool
+	// New builds a host's NIC.
+	New func(spec NICSpec) (NIC, error)
+}
+
+// MRC is the MRC core with its default EV profile, over SRv6 uSID paths
+// with trimming switches: the deployed configuration.
+func MRC() Transport {
+	return Transport{Name: "mrc", Fabric: vswitch.ModeSRv6, Trim: true, New: mrcFactory(mrc.EVProfile{})}
+}
+
+// MRCProfile is MRC with EV profile ev, named name.
+func MRCProfile(name string, ev mrc.EVProfile, fabric vswitch.Mode) Transport {
+	return Transport{Name: name, Fabric: fabric, Trim: true, New: mrcFactory(ev)}
+}
+
+// Oblivious is oblivious per-packet spraying with the same NSCC (UEC-like):
+// the MRC core with its EV states off.
+func Oblivious() Transport {
+	return MRCProfile("oblivious", mrc.EVProfile{Oblivious: true}, vswitch.ModeSRv6)
+}
+
+// SinglePath is MRC pinned to one path per plane: the MRC core with one EV
+// per plane and no backups, over an ECMP fabric that hashes each QP's EV
+// onto one path. It isolates what spraying adds, with MRC's own loss
+// recovery and congestion control.
+func SinglePath() Transport {
+	return MRCProfile("mrc-1ev-ecmp", mrc.EVProfile{ActivePerPlane: 1, BackupPerPlane: -1, MinActive: 1}, vswitch.ModeECMP)
+}
+
+// RoCE is the RoCEv2 RC baseline (package roce): one QP on one plane and
+// one ECMP path for its whole life, go-back-N, DCQCN with ECN marked on
+// every hop, no trimming; over a lossless (PFC) fabric when pfc is set.
+func RoCE(pfc bool) Transport {
+	name := "roce"
+	if pfc {
+		name = "roce-pfc"
+	}
+	return Transport{Name: name, Fabric: vswitch.ModeECMP, ECNLastHop: true, Lossless: pfc, New: roceFactory}
+}
+
+// Transports lists the built-in transports by name.
+func Transports() []Transport {
+	return []Transport{MRC(), Oblivious(), SinglePath(),
+		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true)}
+}
+
+// LookupTransport returns the built-in transport called name.
+func LookupTransport(name string) (Transport, error) {
+	for _, t := range Transports() {
+		if t.Name == name {
+			if t.New == nil {
+				return t, fmt.Errorf("sim: transport %q is not available", name)
+			}
+			return t, nil
+		}
+	}
+	var names []string
+	for _, t := range Transports() {
+		names = append(names, t.Name)
+	}
+	return Transport{}, fmt.Errorf("sim: unknown transport %q (have %v)", name, names)
+}
+
+// ---- MRC ----------------------------------------------------------------
+
+// phantomLen is the size of every host's phantom memory region: flows
+// write at offset 0, since phantom regions place nothing.
+const phantomLen = 1 << 46
+
+type mrcNIC struct {
+	*mrc.Endpoint
+	ev  mrc.EVProfile
+	mem mrc.MR
+}
+
+var _ NIC = (*mrcNIC)(nil)
+
+func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
+	return func(s NICSpec) (NIC, error) {
+		encap := mrc.EncapPlain
+		if s.SRv6 {
+			encap = mrc.EncapSRv6
+		}
+		ep, err := mrc.NewEndpoint(mrc.Config{
+			Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, Encap: encap, BaseRTT: s.BaseRTT,
+			LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs,
+		})
+		if err != nil {
+			return nil, err
+		}
+		mem, err := ep.RegisterPhantom(phantomLen)
+		if err != nil {
+			return nil, err
+		}
+		return &mrcNIC{Endpoint: ep, ev: ev, mem: mem}, nil
+	}
+}
+
+func (n *mrcNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
+	q, err := n.CreateQP()
+	if err != nil {
+		return 0, err
+	}
+	ev := n.ev
+	if ev.PathsPerPlane == 0 {
+		ev.PathsPerPlane = spec.PathsPerPlane
+	}
+	if err := q.Init(now, mrc.InitAttr{EVs: ev}); err != nil {
+		return 0, err
+	}
+	return q.QPN(), nil
+}
+
+func (n *mrcNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
+	q := n.QP(qpn)
+	if err := q.ReadyToReceive(now, mrc.RTRAttr{RemoteQPN: p.QPN, Remote: p.Addrs, Paths: p.Paths}); err != nil {
+		return err
+	}
+	return q.ReadyToSend(now, mrc.RTSAttr{RetryExp: mrc.RetryForever})
+}
+
+func (n *mrcNIC) Memory() mrc.MR { return n.mem }
+
+func (n *mrcNIC) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote mrc.MR) error {
+	return n.QP(qpn).PostWrite(now, mrc.WriteRequest{ID: id, Local: n.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
+}
+
+func (n *mrcNIC) Receive(qpn uint32, id uint64) error { return n.QP(qpn).PostRecv(id) }
+
+func (n *mrcNIC) Delivered(qpn uint32) uint64 {
+	if q := n.QP(qpn); q != nil {
+		return q.Stats().PayloadReceived
+	}
+	return 0
+}
+
+func (n *mrcNIC) Stats() TransportStats {
+	s := n.Endpoint.Stats()
+	return TransportStats{
+		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,
+		PayloadReceived: s.PayloadReceived, LossTimeouts: s.LossTimeouts, RetryTimeouts: s.RetryTimeouts,
+		TrimNACKs: s.TrimNACKs, LastHopNACKs: s.LastHopNACKs, ECNEchoes: s.ECNEchoes,
+		EVSkips: s.EVSkips, EVRetired: s.EVRetired, EVResurrected: s.EVResurrected, Drops: s.Dropped(),
+	}
+}
+
+// ---- RoCEv2 ---------------------------------------------------------------
+
+type roceNIC struct {
+	*roce.Endpoint
+	mem    mrc.MR
+	planes int
+	port   map[uint32]int // QP → its plane
+}
+
+var _ NIC = (*roceNIC)(nil)
+
+func roceFactory(s NICSpec) (NIC, error) {
+	ep, err := roce.NewEndpoint(roce.Config{
+		Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mem, err := ep.RegisterPhantom(phantomLen)
+	if err != nil {
+		return nil, err
+	}
+	return &roceNIC{Endpoint: ep, mem: mem, planes: len(s.Ports), port: map[uint32]int{}}, nil
+}
+
+func (n *roceNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
+	q, err := n.CreateQP()
+	if err != nil {
+		return 0, err
+	}
+	n.port[q.QPN()] = spec.Index % n.planes
+	return q.QPN(), nil
+}
+
+func (n *roceNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
+	port := n.port[qpn]
+	return n.QP(qpn).Connect(now, roce.ConnectAttr{Port: port, Remote: p.Addrs[port], RemoteQPN: p.QPN})
+}
+
+func (n *roceNIC) Memory() mrc.MR { return n.mem }
+
+func (n *roceNIC) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote mrc.MR) error {
+	return n.QP(qpn).PostWrite(now, mrc.WriteRequest{ID: id, Local: n.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
+}
+
+func (n *roceNIC) Receive(qpn uint32, id uint64) error { return n.QP(qpn).PostRecv(id) }
+
+func (n *roceNIC) Delivered(qpn uint32) uint64 {
+	if q := n.QP(qpn); q != nil {
+		return q.Stats().PayloadReceived
+	}
+	return 0
+}
+
+func (n *roceNIC) Stats() TransportStats {
+	s := n.Endpoint.Stats()
+	return TransportStats{
+		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,
+		PayloadReceived: s.PayloadReceived, RetryTimeouts: s.RetryTimeouts, ECNEchoes: s.ECNEchoes,
+		Drops: s.Dropped(),
+	}
+}

@@ -1,0 +1,437 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/sim/topo"
+	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/vswitch"
+)
+
+// World is one simulation: the fabric, the hosts with their transport
+// NICs, the workload and the partitions that run them. Build it with New
+// and run it once with Run. A World shares nothing with other Worlds.
+type World struct {
+	cfg Config
+	t   *topo.Topology
+	wl  *workload.Workload
+
+	// Directed links: 2l is link l from A to B, 2l+1 from B to A. lk is
+	// read-only; tx belongs to the sender's partition, rx to the
+	// receiver's.
+	lk []linkInfo
+	tx []linkTx
+	rx []linkRx
+
+	hosts []hostState
+	sws   []swState
+	flows []flowState
+
+	trig      []trigState
+	trigFlows [][]int32 // flows started by each trigger
+	trigIndex map[int]int32
+
+	swDL []int32 // directed link out of each switch port, indexed like SwitchPortLink
+
+	shards     []*shard
+	pools      []*pool // by partition
+	swShards   int     // partitions holding switches (the first ones)
+	swGroups   int     // switch partitions per plane
+	lookahead  Time
+	actions    []action
+	fails      []failRecord
+	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence)
+	overhead   int
+	baseRTT    time.Duration
+
+	ran bool
+}
+
+type linkInfo struct {
+	from, to         int32 // node IDs
+	fromPort, toPort int32
+	rate             int64
+	delay            Time // propagation + the receiving switch's latency
+	sendShard        int16
+	recvShard        int16
+}
+
+type linkTx struct {
+	busyUntil Time // the serialiser is busy until then
+	pending   bool // an evTxDone is scheduled
+	up        bool
+	fail      int32 // failure that took it down, or -1
+	sentPkts  uint64
+	sentBytes uint64
+}
+
+type linkRx struct {
+	head, tail uint32 // pipe of packets in flight
+	up         bool
+	fail       int32
+	loss       float64 // lossy link: drop probability
+	lossFail   int32
+}
+
+type hostState struct {
+	nic      NIC
+	shard    int32
+	timerGen uint32
+	timerAt  Time
+	paused   uint32 // ports paused by PFC
+	down     uint32 // ports whose link is down
+}
+
+type swState struct {
+	vs    *vswitch.Switch
+	shard int32
+	fail  int32 // blackhole failure, or -1
+}
+
+type flowState struct {
+	srcQP, dstQP uint32
+	start        Time
+	sendDone     Time
+	recvDone     Time
+	sendLeft     int32
+	recvLeft     int32
+	failed       bool
+	started      bool
+}
+
+type trigState struct {
+	kind  workload.TriggerKind
+	count int
+	fired bool
+}
+
+// maxMessage is the largest WRITE the simulator posts; longer flows are
+// several messages.
+const maxMessage = 1 << 30
+
+// New builds a world: switches with their routes, hosts with their NICs,
+// a connection per flow (both ends set up and receives posted), and the
+// failure schedule. It fails with an error naming the problem for an
+// impossible configuration.
+func New(cfg Config) (*World, error) {
+	c := cfg.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	t := c.Topology
+	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead}
+	mtuWire := c.MTU + 128 + c.EthernetOverhead
+	w.baseRTT = t.BaseRTT(mtuWire, 144+c.EthernetOverhead)
+
+	// Partitions: SwitchGroups per plane for the switches (planes share
+	// none), then host groups. The lookahead is the shortest link that
+	// crosses between partitions: nothing crosses faster.
+	w.lookahead = never
+	for h := range t.Hosts {
+		for p := range t.Planes {
+			w.lookahead = min(w.lookahead, t.Links[t.HostLink[h*t.Planes+p]].Delay)
+		}
+	}
+	sg := c.SwitchGroups
+	if sg > 1 {
+		fabric := never
+		for _, k := range t.Links {
+			if !t.IsHost(k.A) {
+				fabric = min(fabric, k.Delay)
+			}
+		}
+		if fabric <= 0 {
+			sg = 1
+		} else {
+			w.lookahead = min(w.lookahead, fabric)
+		}
+	}
+	groups := c.HostGroups
+	if len(c.Workload.Triggers) > 0 {
+		groups = 1
+	}
+	groups = min(groups, t.Hosts)
+	w.swGroups = sg
+	w.swShards = t.Planes * sg
+	if w.lookahead <= 0 {
+		// No lookahead: one partition runs everything.
+		w.swGroups, w.swShards, groups = 1, 1, 0
+		w.lookahead = never
+	}
+	nShards := w.swShards + groups
+	if nShards > maxShards {
+		return nil, fmt.Errorf("sim: %d partitions (planes × switch_groups + host_groups), at most %d", nShards, maxShards)
+	}
+	for i := range nShards {
+		s := &shard{w: w, id: i, scratch: make([]byte, mrc.MaxHeaderLen+c.MTU+64), pool: newPool(i), queue: newCalendar()}
+		w.pools = append(w.pools, s.pool)
+		s.rng = rand.New(rand.NewPCG(c.Seed, uint64(i)+0x51ab))
+		s.out = make([][]xmsg, nShards)
+		s.remoteFree = make([][]uint32, nShards)
+		s.planeRx = make([]uint64, t.Planes)
+		s.planeTx = make([]uint64, t.Planes)
+		w.shards = append(w.shards, s)
+	}
+	hostShard := func(h int) int32 {
+		if groups == 0 {
+			return 0
+		}
+		return int32(w.swShards + h*groups/t.Hosts)
+	}
+	swShard := func(i int) int32 {
+		if w.swShards == 1 {
+			return 0
+		}
+		sw := &t.Switches[i]
+		return int32(sw.Plane*w.swGroups + sw.Index%w.swGroups)
+	}
+	nodeShard := func(n topo.NodeID) int16 {
+		if t.IsHost(n) {
+			return int16(hostShard(int(n)))
+		}
+		return int16(swShard(int(n) - t.Hosts))
+	}
+
+	// Links.
+	w.lk = make([]linkInfo, 2*len(t.Links))
+	w.tx = make([]linkTx, len(w.lk))
+	w.rx = make([]linkRx, len(w.lk))
+	for l, k := range t.Links {
+		for d := range 2 {
+			from, to, fp, tp := k.A, k.B, k.APort, k.BPort
+			if d == 1 {
+				from, to, fp, tp = k.B, k.A, k.BPort, k.APort
+			}
+			delay := k.Delay
+			if !t.IsHost(to) {
+				delay += t.SwitchOf(to).Latency
+			}
+			dl := 2*l + d
+			w.lk[dl] = linkInfo{from: int32(from), to: int32(to), fromPort: fp, toPort: tp, rate: k.Rate,
+				delay: delay, sendShard: nodeShard(from), recvShard: nodeShard(to)}
+			w.tx[dl] = linkTx{up: true, fail: -1}
+			w.rx[dl] = linkRx{head: nilPkt, tail: nilPkt, up: true, fail: -1, lossFail: -1}
+		}
+	}
+
+	w.swDL = make([]int32, len(t.SwitchPortLink))
+	for i := range t.Switches {
+		sw := &t.Switches[i]
+		for p := range sw.Ports {
+			l := t.SwitchPortLink[sw.PortBase+p]
+			w.swDL[sw.PortBase+p] = 2*l + 1
+			if t.Links[l].A == t.Node(i) {
+				w.swDL[sw.PortBase+p] = 2 * l
+			}
+		}
+	}
+
+	// Switches.
+	q := w.queueConfigs()
+	w.sws = make([]swState, len(t.Switches))
+	for i := range t.Switches {
+		sw := &t.Switches[i]
+		vs, err := vswitch.New(vswitch.Config{
+			Name: t.Name(t.Node(i)), Ports: sw.Ports, Mode: c.Transport.Fabric,
+			Addr: t.USIDAddr(sw.USID), Seed: c.Seed ^ uint64(i)*0x9e3779b97f4a7c15, Queue: q[0],
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		for p := range sw.Ports {
+			l := t.SwitchPortLink[sw.PortBase+p]
+			if peer, _ := t.Peer(int(l), t.Node(i)); t.IsHost(peer) {
+				if err := vs.SetPortQueue(p, q[1]); err != nil {
+					return nil, fmt.Errorf("sim: %w", err)
+				}
+			}
+		}
+		w.sws[i] = swState{vs: vs, shard: swShard(i), fail: -1}
+	}
+	if err := w.installRoutes(-1); err != nil {
+		return nil, err
+	}
+
+	// Hosts.
+	qps := make([]int, t.Hosts)
+	for _, f := range c.Workload.Flows {
+		qps[f.Src]++
+		qps[f.Dst]++
+	}
+	w.hosts = make([]hostState, t.Hosts)
+	for h := range t.Hosts {
+		ports := make([]netip.Addr, t.Planes)
+		for p := range ports {
+			ports[p] = t.HostAddr(h, p)
+		}
+		nic, err := c.Transport.New(NICSpec{
+			Host: h, Ports: ports, Seed: c.Seed*0x100000001b3 + uint64(h), MTU: c.MTU, BaseRTT: w.baseRTT,
+			PortRate: t.HostRate(), MaxQPs: max(qps[h], 1), SRv6: c.Transport.Fabric == vswitch.ModeSRv6,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sim: host %d: %w", h, err)
+		}
+		w.hosts[h] = hostState{nic: nic, shard: hostShard(h), timerAt: never}
+	}
+
+	if err := w.setupFlows(); err != nil {
+		return nil, err
+	}
+	if err := w.scheduleFailures(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// queueConfigs returns the fabric-port and host-port queue configurations.
+func (w *World) queueConfigs() [2]vswitch.QueueConfig {
+	c := &w.cfg
+	bdp := int(float64(w.t.HostRate()) / 8 * w.baseRTT.Seconds())
+	q := c.Queue
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&q.Buffer, 4*bdp)
+	def(&q.HeaderBuffer, bdp)
+	def(&q.TrimAt, bdp)
+	def(&q.LastHopTrimAt, bdp*3/2)
+	def(&q.ECNMin, bdp/5)
+	def(&q.ECNMax, bdp*4/5)
+	def(&q.PFCXoff, q.Buffer/4)
+	def(&q.PFCXon, q.PFCXoff/2)
+	fab := vswitch.QueueConfig{
+		Buffer: q.Buffer, HeaderBuffer: q.HeaderBuffer, Trim: c.Transport.Trim, TrimAt: q.TrimAt,
+		ECNMin: q.ECNMin, ECNMax: q.ECNMax, Lossless: c.Transport.Lossless, PFCXoff: q.PFCXoff, PFCXon: q.PFCXon,
+	}
+	last := fab
+	last.TrimAt = q.LastHopTrimAt
+	last.LastHop = true
+	last.ECNLastHop = c.Transport.ECNLastHop
+	return [2]vswitch.QueueConfig{fab, last}
+}
+
+// installRoutes fills the switches' tables: the static uN tables of an
+// SRv6 fabric, or shortest-path ECMP routes over the links up at the
+// reference time (plane -1: every plane).
+func (w *World) installRoutes(plane int) error {
+	t := w.t
+	var err error
+	if w.cfg.Transport.Fabric == vswitch.ModeSRv6 {
+		for i := range w.sws {
+			vs := w.sws[i].vs
+			t.SRv6Routes(i, func(r topo.Route) {
+				if e := vs.AddRoute(r.Prefix, r.Bits, r.Ports...); e != nil && err == nil {
+					err = e
+				}
+			})
+		}
+		return err
+	}
+	return w.ecmpRoutes(plane, -1, func(int) bool { return true })
+}
+
+// ecmpRoutes rebuilds the ECMP tables of plane's switches (-1: all) that
+// partition shard owns (-1: all).
+func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
+	var err error
+	mine := func(i int) bool {
+		return (plane < 0 || w.t.Switches[i].Plane == plane) && (shard < 0 || int(w.sws[i].shard) == shard)
+	}
+	for i := range w.sws {
+		if mine(i) {
+			w.sws[i].vs.ClearRoutes()
+		}
+	}
+	w.t.ECMPRoutes(plane, up, func(sw int, r topo.Route) {
+		if len(r.Ports) == 0 || !mine(sw) {
+			return
+		}
+		if e := w.sws[sw].vs.AddRoute(r.Prefix, r.Bits, r.Ports...); e != nil && err == nil {
+			err = e
+		}
+	})
+	return err
+}
+
+// setupFlows opens and connects a QP pair per flow, posts the receives
+// and schedules the flows' starts.
+func (w *World) setupFlows() error {
+	t, flows := w.t, w.wl.Flows
+	w.flows = make([]flowState, len(flows))
+	w.trigIndex = map[int]int32{}
+	for i, tr := range w.wl.Triggers {
+		w.trigIndex[tr.ID] = int32(i)
+		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count})
+	}
+	w.trigFlows = make([][]int32, len(w.trig))
+	pps := t.PathsPerPlane()
+	for i, f := range flows {
+		fs := &w.flows[i]
+		fs.start, fs.sendDone, fs.recvDone = -1, -1, -1
+		src, dst := w.hosts[f.Src].nic, w.hosts[f.Dst].nic
+		var err error
+		if fs.srcQP, err = src.Open(0, ConnSpec{Peer: f.Dst, Index: i, PathsPerPlane: pps}); err != nil {
+			return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Src, err)
+		}
+		if fs.dstQP, err = dst.Open(0, ConnSpec{Peer: f.Src, Index: i, PathsPerPlane: pps}); err != nil {
+			return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Dst, err)
+		}
+		srv6 := w.cfg.Transport.Fabric == vswitch.ModeSRv6
+		peerOf := func(h int, qpn uint32, from int) Peer {
+			p := Peer{QPN: qpn, Addrs: make([]netip.Addr, t.Planes)}
+			for pl := range t.Planes {
+				p.Addrs[pl] = t.HostAddr(h, pl)
+			}
+			if srv6 {
+				p.Paths = t.Paths(from, h)
+			}
+			return p
+		}
+		if err := src.Connect(0, fs.srcQP, peerOf(f.Dst, fs.dstQP, f.Src)); err != nil {
+			return fmt.Errorf("sim: flow %d: connect at host %d: %w", f.ID, f.Src, err)
+		}
+		if err := dst.Connect(0, fs.dstQP, peerOf(f.Src, fs.srcQP, f.Dst)); err != nil {
+			return fmt.Errorf("sim: flow %d: connect at host %d: %w", f.ID, f.Dst, err)
+		}
+		msgs := int32((f.Size + maxMessage - 1) / maxMessage)
+		fs.sendLeft, fs.recvLeft = msgs, msgs
+		for range msgs {
+			if err := dst.Receive(fs.dstQP, uint64(i)); err != nil {
+				return fmt.Errorf("sim: flow %d: post receive: %w", f.ID, err)
+			}
+		}
+		if f.Trigger != 0 {
+			ti := w.trigIndex[f.Trigger]
+			w.trigFlows[ti] = append(w.trigFlows[ti], int32(i))
+			continue
+		}
+		s := w.shards[w.hosts[f.Src].shard]
+		s.push(f.Start, evFlowStart, 0, int32(i))
+	}
+	// Setting up QPs leaves work queued (nothing to send yet, timers):
+	// arm every host's timer.
+	for h := range w.hosts {
+		w.shards[w.hosts[h].shard].armTimer(int32(h))
+	}
+	return nil
+}
+
+// ns converts simulated picoseconds to the core's nanoseconds.
+func ns(t Time) mtime.Time { return mtime.Time(t / 1000) }
+
+// hostOut returns the directed link out of host h's port p.
+func (w *World) hostOut(h int32, p int) int32 {
+	return 2 * w.t.HostLink[int(h)*w.t.Planes+p]
+}
+
+// swOut returns the directed link out of switch i's port p.
+func (w *World) swOut(i int32, p int) int32 {
+	return w.swDL[w.t.Switches[i].PortBase+p]
+}

@@ -24,11 +24,11 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 		return Transmit{}, pollIdle
 	}
 	mask := uint32(free)
-	if q.rx.ctrl.size > 0 {
-		c := q.rx.ctrl.peek()
+	if q.rx.ctrlPending() {
+		c := q.rx.acks.ctrl.peek()
 		if slot, ok := q.pickCtrlEV(now, c.port, mask); ok {
 			tx := q.writeCtrl(now, c, slot, buf)
-			q.rx.ctrl.pop()
+			q.rx.acks.ctrl.pop()
 			return tx, pollSent
 		}
 	}
@@ -59,7 +59,7 @@ func (q *QP) hasWork(now mtime.Time) bool {
 		return false
 	}
 	up := uint32(q.ep.up)
-	if q.rx.ctrl.size > 0 || q.evs.ProbeDue(now, up) {
+	if q.rx.ctrlPending() || q.evs.ProbeDue(now, up) {
 		return true
 	}
 	if q.state != StateRTS || !q.evs.Usable(up) {

@@ -133,8 +133,9 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 	}
 	planes := len(e.ports)
 	values := make([]uint32, 0, planes*(p.ActivePerPlane+p.BackupPerPlane))
+	var used [maxPaths / 64]uint64
 	for pl := range planes {
-		values = appendEVs(values, e.rng, pl, len(values), p.ActivePerPlane+p.BackupPerPlane, p.PathsPerPlane)
+		values = appendEVs(values, e.rng, pl, len(values), p.ActivePerPlane+p.BackupPerPlane, p.PathsPerPlane, used[:(p.PathsPerPlane+63)/64])
 	}
 	evs, err := evset.New(evset.Config{
 		Planes:           planes,
@@ -272,7 +273,9 @@ func (q *QP) fail(now mtime.Time, err error) {
 	q.setState(now, StateError)
 	q.ep.emit(Event{Kind: EventQPError, Time: now, QPN: q.qpn, Err: err})
 	q.tx.flush(q, now)
-	q.rx.ctrl.clear()
+	if q.rx.acks != nil {
+		q.rx.acks.ctrl.clear()
+	}
 }
 
 // WriteRequest is a posted RDMA WRITE or WRITE_IMM.
@@ -467,22 +470,19 @@ func makeEV(slot, plane, path int) uint32 {
 }
 
 // appendEVs appends n EVs for plane, the first in slot first, drawing path
-// indices uniformly without repetition while the plane has enough paths.
-func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, paths int) []uint32 {
-	perm := make([]int, paths)
-	for i := range perm {
-		perm[i] = i
-	}
+// indices uniformly without repetition while the plane has enough paths
+// (then another round, and so on). used is scratch for one round's draws.
+func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, paths int, used []uint64) []uint32 {
 	for i := range n {
-		j := i % paths
-		if j == 0 {
-			// Shuffle a fresh round of paths.
-			for k := paths - 1; k > 0; k-- {
-				m := r.IntN(k + 1)
-				perm[k], perm[m] = perm[m], perm[k]
-			}
+		if i%paths == 0 {
+			clear(used)
 		}
-		dst = append(dst, makeEV(first+i, plane, perm[j]))
+		p := r.IntN(paths)
+		for used[p/64]&(1<<(p%64)) != 0 {
+			p = r.IntN(paths)
+		}
+		used[p/64] |= 1 << (p % 64)
+		dst = append(dst, makeEV(first+i, plane, p))
 	}
 	return dst
 }

@@ -46,6 +46,18 @@ type receiver struct {
 	pendDue        mtime.Time // when the pending PSNs must be reported
 	trig           trigger
 
+	acks *acks // allocated when the QP first has something to acknowledge
+
+	penalty uint8 // rcv_cwnd_pen to advertise
+	restore bool  // advertise r_c on the next SACK
+	started bool
+}
+
+// acks is the responder's acknowledgement state: the SACKs and NACKs
+// waiting to go out and what reverse-path repair needs. A QP that only
+// sends never allocates it (a large simulation has half its QPs so).
+type acks struct {
+	ctrl ctrlQueue
 	// Which SACK first reported each PSN, and which EV carried each
 	// recent SACK: a retransmission of a PSN already received means that
 	// SACK was lost, so its EV is suspect (the reverse-path repair of
@@ -53,12 +65,18 @@ type receiver struct {
 	report    [reportLen]uint32 // by PSN modulo reportLen: see reportEntry
 	sackSeq   uint16            // sequence number of the next SACK
 	sackSlots [64]sentSACK
-
-	penalty uint8 // rcv_cwnd_pen to advertise
-	restore bool  // advertise r_c on the next SACK
-	ctrl    ctrlQueue
-	started bool
 }
+
+// ack returns the acknowledgement state, allocating it on first use.
+func (r *receiver) ack() *acks {
+	if r.acks == nil {
+		r.acks = new(acks)
+	}
+	return r.acks
+}
+
+// ctrlPending reports whether SACKs or NACKs wait to go out.
+func (r *receiver) ctrlPending() bool { return r.acks != nil && r.acks.ctrl.size > 0 }
 
 // reportLen is how many recent PSNs remember the SACK that reported them:
 // a retransmission arrives about one loss timeout after the original, a
@@ -91,12 +109,13 @@ func (r *receiver) init(start psn.PSN, mpr, maxWimm int) {
 // suspectReverse retires the EV of the SACK that first reported n, which
 // the requester evidently never got.
 func (r *receiver) suspectReverse(q *QP, now mtime.Time, n psn.PSN) {
-	e := r.report[n%reportLen]
+	a := r.ack()
+	e := a.report[n%reportLen]
 	seq := uint16(e >> 16)
 	if e != reportEntry(n, seq) {
 		return // the entry belongs to an older PSN
 	}
-	ss := &r.sackSlots[seq%uint16(len(r.sackSlots))]
+	ss := &a.sackSlots[seq%uint16(len(a.sackSlots))]
 	if !ss.valid || ss.seq != seq {
 		return
 	}
@@ -188,7 +207,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 			if dscp == e.cfg.DSCP.TrimmedLastHop {
 				reason = wire.NackTrimmedLastHop
 			}
-			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: reason})
+			r.ack().ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: reason})
 			q.stats.NACKsSent++
 			e.markReady(q)
 		}
@@ -233,7 +252,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		rq = p.METH.RQMSN
 		if d := int16(rq - r.immNext); d < 0 || int(d) >= r.maxWimm {
 			q.ep.drop(now, &q.stats, q.qpn, DropWimmLimit)
-			r.ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: wire.NackWImmLimit})
+			r.ack().ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: wire.NackWImmLimit})
 			q.stats.NACKsSent++
 			e.markReady(q)
 			return
@@ -249,7 +268,8 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		r.flushSACK(q, false)
 	}
 	r.win.Mark(n)
-	r.report[n%reportLen] = reportEntry(n, r.sackSeq)
+	a := r.ack()
+	a.report[n%reportLen] = reportEntry(n, a.sackSeq)
 	r.rcvdBytes += size
 	q.stats.DataReceived++
 	q.stats.PayloadReceived += size
@@ -321,9 +341,10 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	if r.trig.ce {
 		m = wire.SackSkipOnce
 	}
-	r.ctrl.push(ctrlPkt{
+	a := r.ack()
+	a.ctrl.push(ctrlPkt{
 		kind:    KindSACK,
-		seq:     r.sackSeq,
+		seq:     a.sackSeq,
 		port:    r.trig.port,
 		psn:     cack,
 		ackOff:  clamp16(r.trig.psn.Sub(cack)),
@@ -340,7 +361,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	})
 	r.restore = false
 	r.pendN = 0
-	r.sackSeq++
+	a.sackSeq++
 	q.stats.SACKsSent++
 	q.ep.markReady(q)
 }
@@ -426,7 +447,8 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
 	if c.kind == KindSACK {
-		q.rx.sackSlots[c.seq%uint16(len(q.rx.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
+		a := q.rx.acks
+		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
 		if t := e.cfg.Tracer; t != nil {
 			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: q.evs.Value(slot), Plane: q.evs.Plane(slot)})
 		}

@@ -160,10 +160,10 @@ func (c Config) validate() error {
 // §3.4). Zero fields take the defaults in their comments.
 type EVProfile struct {
 	// ActivePerPlane is the number of EVs sprayed over per plane
-	// (default 16, i.e. 128 on 8 planes).
+	// (default 128 split across the planes: 16 on 8 planes, 128 on one).
 	ActivePerPlane int
 	// BackupPerPlane is the number of spare EVs per plane that replace
-	// retired ones (default ActivePerPlane; negative: none).
+	// retired ones (default ActivePerPlane, at most 16; negative: none).
 	BackupPerPlane int
 	// PathsPerPlane is the number of distinct paths a plane offers (the
 	// T1 switches of a two-tier plane). EVs draw distinct path indices

@@ -122,3 +122,45 @@ func TestReceivePenalty(t *testing.T) {
 		t.Fatalf("window %d after the penalty was lifted, not above %d", after, during)
 	}
 }
+
+// TestSiblingEVsRetiredTogether: with SRv6 paths, EVs that share a plane
+// and path name the same physical path, so the first loss on it retires
+// them all at once rather than one loss timeout after another.
+func TestSiblingEVsRetiredTogether(t *testing.T) {
+	x := newTransfer(t, testnet.Config{Seed: 31, Planes: 1, Encap: mrc.EncapSRv6},
+		mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 4, PathsPerPlane: 3}, mrc.RTSAttr{}, 4<<20)
+	dead := testnet.Path{Plane: 0, Index: 1}
+	var siblings int
+	for _, ev := range x.qa.EVs() {
+		if mrc.EVPath(ev) == dead.Index {
+			siblings++
+		}
+	}
+	if siblings < 3 {
+		t.Fatalf("only %d EVs on the path; the test needs several", siblings)
+	}
+	retiredAt := map[mtime.Time]int{}
+	onEvent := x.net.OnEvent
+	x.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
+		// Only the dead path's EVs: a SACK lost on B's way back over the
+		// dead path can cost an EV of another path a spurious retirement.
+		if s == testnet.A && ev.Kind == mrc.EventEVState && ev.To == mrc.EVAssumedBad && mrc.EVPath(ev.EV) == dead.Index {
+			retiredAt[ev.Time]++
+		}
+		onEvent(s, ev)
+	}
+	x.net.KillPath(dead)
+	x.postAll(4)
+	if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+		t.Fatal("unfinished")
+	}
+	x.check()
+	if len(retiredAt) != 1 {
+		t.Fatalf("EVs on the dead path retired at %d different times (%v), want all at once", len(retiredAt), retiredAt)
+	}
+	for _, n := range retiredAt {
+		if n != siblings {
+			t.Fatalf("%d EVs retired, want the %d on the dead path", n, siblings)
+		}
+	}
+}

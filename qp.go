@@ -114,11 +114,11 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 	e := q.ep
 	p := a.EVs
 	if p.ActivePerPlane == 0 {
-		p.ActivePerPlane = 16
+		p.ActivePerPlane = max(1, defaultActiveEVs/len(e.ports))
 	}
 	switch {
 	case p.BackupPerPlane == 0:
-		p.BackupPerPlane = p.ActivePerPlane
+		p.BackupPerPlane = min(p.ActivePerPlane, defaultBackupEVs)
 	case p.BackupPerPlane < 0:
 		p.BackupPerPlane = 0
 	}
@@ -446,6 +446,15 @@ func (q *QP) onTimer(now mtime.Time) {
 	}
 }
 
+// defaultActiveEVs is the default number of active EVs of a QP, split evenly
+// across planes (digest §3.4: "typically 128 to 256"); defaultBackupEVs
+// bounds the default backups per plane, as many as the active EVs
+// otherwise (digest §6b).
+const (
+	defaultActiveEVs = 128
+	defaultBackupEVs = 16
+)
+
 // EV layout (our choice, docs/spec-gaps.md): the UDP source port half is
 // 0b11 followed by the EV's 14-bit slot in the QP's EV table, so that a
 // reflected EV finds its slot without a lookup table, and sits in the
@@ -485,6 +494,22 @@ func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, path
 		dst = append(dst, makeEV(first+i, plane, p))
 	}
 	return dst
+}
+
+// retirePath retires the EV in slot after an untrimmed loss. With SRv6
+// paths an EV names one physical path, so every other EV of the QP on the
+// same plane and path goes with it: they would each lose a packet first.
+func (q *QP) retirePath(now mtime.Time, slot evset.Slot) {
+	if !q.evs.OnBad(now, slot, evset.ReasonLoss) || q.paths == nil {
+		return
+	}
+	ev := q.evs.Value(slot)
+	for i := range q.evs.Len() {
+		other := evset.Slot(i)
+		if v := q.evs.Value(other); other != slot && EVPlane(v) == EVPlane(ev) && EVPath(v) == EVPath(ev) {
+			q.evs.OnBad(now, other, evset.ReasonLoss)
+		}
+	}
 }
 
 // slotOf returns the slot of EV value ev, if it is one of the QP's.

@@ -121,7 +121,7 @@ func (r *receiver) suspectReverse(q *QP, now mtime.Time, n psn.PSN) {
 	}
 	ss.valid = false
 	if !q.evp.Oblivious {
-		q.evs.OnBad(now, ss.slot, evset.ReasonLoss)
+		q.retirePath(now, ss.slot)
 	}
 }
 

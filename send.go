@@ -564,7 +564,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
-			q.evs.OnBad(now, r.slot, evset.ReasonLoss)
+			q.retirePath(now, r.slot)
 		}
 		q.cc.OnLoss(now, int(r.size))
 		q.traceCwnd(now, cwnd)

@@ -5,7 +5,11 @@ import (
 	"net/netip"
 
 	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/fifo"
+	"github.com/openmrc/mrc/internal/memreg"
 	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/internal/qptable"
+	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/internal/xrand"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
@@ -67,15 +71,13 @@ type Endpoint struct {
 	ports  []port
 	up     PortMask
 	stats  Stats // endpoint-level counts (drops before a QP is known)
-	events eventQueue
+	events fifo.Queue[Event]
 
-	regions []region
-	nextVA  uint64
+	mem memreg.Table
 
-	qps     []*QP // index qpn-firstQPN
-	freeQPN []uint32
-	ready   qpQueue // QPs that may have something to send, round-robin
-	timers  timerHeap
+	qps    qptable.Table[*QP]
+	ready  fifo.Queue[*QP] // QPs that may have something to send, round-robin
+	timers timerq.Heap[*QP]
 
 	peers   []*peer    // nodes this endpoint has QPs with, for port status
 	epWork  bool       // an endpoint message is due
@@ -89,10 +91,6 @@ type Endpoint struct {
 // membership type, which RoCE ignores (IBTA §10.9.3).
 const pkeyMask = 0x7fff
 
-// firstQPN is the lowest QP number handed out; 0–2 are reserved (QPN 2
-// addresses endpoint operations, digest §3.7).
-const firstQPN = 0x100
-
 // NewEndpoint returns an endpoint with cfg. Every port starts up.
 func NewEndpoint(cfg Config) (*Endpoint, error) {
 	cfg = cfg.withDefaults()
@@ -103,7 +101,6 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		cfg:     cfg,
 		rng:     xrand.New(cfg.Seed),
 		ports:   make([]port, len(cfg.Ports)),
-		nextVA:  vaBase,
 		epTimer: mtime.Never,
 	}
 	for i, a := range cfg.Ports {
@@ -126,70 +123,52 @@ func (e *Endpoint) PortAddr(p int) netip.Addr { return netip.AddrFrom16(e.ports[
 // Stats returns the endpoint's counters: its own plus those of every QP.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	for _, q := range e.qps {
-		if q != nil {
-			s.add(&q.stats)
-		}
-	}
+	e.qps.All(func(q *QP) { s.add(&q.stats) })
 	return s
 }
 
 // QP returns the QP with number qpn, or nil.
-func (e *Endpoint) QP(qpn uint32) *QP {
-	i := int(qpn) - firstQPN
-	if i < 0 || i >= len(e.qps) {
-		return nil
-	}
-	return e.qps[i]
-}
+func (e *Endpoint) QP(qpn uint32) *QP { return e.qps.Get(qpn) }
 
 // CreateQP returns a new QP in state RESET.
 func (e *Endpoint) CreateQP() (*QP, error) {
-	var qpn uint32
-	if n := len(e.freeQPN); n > 0 {
-		qpn = e.freeQPN[n-1]
-		e.freeQPN = e.freeQPN[:n-1]
-	} else {
-		if len(e.qps) >= e.cfg.MaxQPs {
-			return nil, ErrTooManyQPs
-		}
-		qpn = uint32(firstQPN + len(e.qps))
-		e.qps = append(e.qps, nil)
+	q := &QP{ep: e}
+	q.timer.Init()
+	qpn, err := e.qps.Add(q, e.cfg.MaxQPs)
+	if err != nil {
+		return nil, ErrTooManyQPs
 	}
-	q := &QP{ep: e, qpn: qpn, heapIdx: -1, heapKey: mtime.Never}
-	e.qps[qpn-firstQPN] = q
+	q.qpn = qpn
 	return q, nil
 }
 
 // DestroyQP removes q. Its QP number may be reused.
 func (e *Endpoint) DestroyQP(q *QP) {
-	if e.QP(q.qpn) != q {
+	if !e.qps.Remove(q.qpn, q) {
 		return
 	}
-	e.timers.remove(q)
-	e.qps[q.qpn-firstQPN] = nil
-	e.freeQPN = append(e.freeQPN, q.qpn)
+	e.timers.Remove(q)
 	q.state = StateReset
 	q.destroyed = true
 }
 
 // PollEvent returns the next event, if any.
-func (e *Endpoint) PollEvent() (Event, bool) { return e.events.pop() }
+func (e *Endpoint) PollEvent() (Event, bool) { return e.events.Pop() }
 
 // NextTimeout returns when HandleTimeout should next be called, or
 // mtime.Never. It may be earlier than necessary.
 func (e *Endpoint) NextTimeout() mtime.Time {
-	return mtime.Min(e.timers.min(), e.epTimer)
+	return mtime.Min(e.timers.Min(), e.epTimer)
 }
 
 // HandleTimeout runs every timer that is due at now.
 func (e *Endpoint) HandleTimeout(now mtime.Time) {
 	for {
-		q := e.timers.peek()
-		if q == nil || q.heapKey > now {
+		q, ok := e.timers.Peek()
+		if !ok || q.timer.Key() > now {
 			break
 		}
-		e.timers.pop()
+		e.timers.Remove(q)
 		q.onTimer(now)
 		e.schedule(q, now)
 	}
@@ -202,7 +181,7 @@ func (e *Endpoint) HandleTimeout(now mtime.Time) {
 // deadline earlier (q.timerDirty), or when q has none armed. A deadline
 // that moved later is left to a harmless early wake-up.
 func (e *Endpoint) schedule(q *QP, now mtime.Time) {
-	if !q.timerDirty && q.heapIdx >= 0 {
+	if !q.timerDirty && q.timer.Queued() {
 		return
 	}
 	q.timerDirty = false
@@ -210,8 +189,8 @@ func (e *Endpoint) schedule(q *QP, now mtime.Time) {
 	if d <= now {
 		d = now + 1 // never spin on one instant
 	}
-	if d < q.heapKey {
-		e.timers.set(q, d)
+	if d < q.timer.Key() {
+		e.timers.Set(q, d)
 	}
 }
 
@@ -219,7 +198,7 @@ func (e *Endpoint) schedule(q *QP, now mtime.Time) {
 func (e *Endpoint) markReady(q *QP) {
 	if !q.inReady {
 		q.inReady = true
-		e.ready.push(q)
+		e.ready.Push(q)
 	}
 }
 
@@ -239,16 +218,16 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx T
 	}
 	// Round-robin over ready QPs. A QP that has nothing at all to send
 	// leaves the list; one that only waits for another port stays.
-	for n := e.ready.len(); n > 0; n-- {
-		q := e.ready.pop()
+	for n := e.ready.Len(); n > 0; n-- {
+		q, _ := e.ready.Pop()
 		tx, res := q.poll(now, free, buf)
 		switch res {
 		case pollSent:
-			e.ready.push(q)
+			e.ready.Push(q)
 			e.schedule(q, now)
 			return tx, true
 		case pollBlocked:
-			e.ready.push(q)
+			e.ready.Push(q)
 		default:
 			q.inReady = false
 		}
@@ -314,7 +293,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 	e.schedule(q, now)
 }
 
-func (e *Endpoint) emit(ev Event) { e.events.push(ev) }
+func (e *Endpoint) emit(ev Event) { e.events.Push(ev) }
 
 // drop counts a discarded packet in s (the QP's or the endpoint's) and
 // traces it.
@@ -333,56 +312,7 @@ func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slo
 	}
 }
 
-// eventQueue is a FIFO of events that reuses its storage.
-type eventQueue struct {
-	buf  []Event
-	head int
-}
-
-func (q *eventQueue) push(ev Event) { q.buf = append(q.buf, ev) }
-
-func (q *eventQueue) pop() (Event, bool) {
-	if q.head == len(q.buf) {
-		return Event{}, false
-	}
-	ev := q.buf[q.head]
-	q.buf[q.head] = Event{}
-	q.head++
-	if q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
-	}
-	return ev, true
-}
-
 // String describes the endpoint for debugging.
 func (e *Endpoint) String() string {
-	return fmt.Sprintf("mrc.Endpoint{ports=%d qps=%d}", len(e.ports), len(e.qps)-len(e.freeQPN))
-}
-
-// qpQueue is a FIFO of QPs: a ring that grows by doubling.
-type qpQueue struct {
-	buf        []*QP // len is a power of two
-	head, size int
-}
-
-func (q *qpQueue) len() int { return q.size }
-
-func (q *qpQueue) push(x *QP) {
-	if q.size == len(q.buf) {
-		buf := make([]*QP, max(2*len(q.buf), 4))
-		for i := range q.size {
-			buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
-		}
-		q.buf, q.head = buf, 0
-	}
-	q.buf[(q.head+q.size)&(len(q.buf)-1)] = x
-	q.size++
-}
-
-func (q *qpQueue) pop() *QP {
-	x := q.buf[q.head]
-	q.buf[q.head] = nil
-	q.head = (q.head + 1) & (len(q.buf) - 1)
-	q.size--
-	return x
+	return fmt.Sprintf("mrc.Endpoint{ports=%d qps=%d}", len(e.ports), e.qps.Len())
 }

@@ -10,19 +10,6 @@ type MR struct {
 	Len  uint64 // length in bytes
 }
 
-// region is a registered MR and its memory. buf is nil for a phantom region,
-// which has a length but no bytes (simulations place nothing).
-type region struct {
-	MR
-	buf   []byte
-	inUse bool
-}
-
-const (
-	vaBase  = 1 << 32 // the first region's address
-	vaGuard = 1 << 12 // unmapped gap between regions
-)
-
 // RegisterMemory registers buf for local reads and remote WRITEs and
 // returns its descriptor. The endpoint reads and writes buf until it is
 // deregistered; the caller must not resize it.
@@ -45,62 +32,18 @@ func (e *Endpoint) RegisterPhantom(length uint64) (MR, error) {
 }
 
 func (e *Endpoint) register(length uint64, buf []byte) (MR, error) {
-	if length > 1<<48 {
-		return MR{}, fmt.Errorf("%w: memory region of %d bytes", ErrInvalidAttr, length)
+	r, err := e.mem.Register(length, buf, uint8(e.rng.Uint32()))
+	if err != nil {
+		return MR{}, fmt.Errorf("%w: %v (%d bytes)", ErrInvalidAttr, err, length)
 	}
-	idx := len(e.regions)
-	for i := range e.regions {
-		if !e.regions[i].inUse {
-			idx = i
-			break
-		}
-	}
-	if idx == len(e.regions) {
-		if idx >= 1<<24 {
-			return MR{}, fmt.Errorf("%w: too many memory regions", ErrInvalidAttr)
-		}
-		e.regions = append(e.regions, region{})
-	}
-	// The key's low byte is a tag so that a stale or guessed key fails.
-	key := uint32(idx)<<8 | uint32(e.rng.Uint32()&0xff)
-	mr := MR{Key: key, Addr: e.nextVA, Len: length}
-	e.nextVA += (length+vaGuard-1)/vaGuard*vaGuard + vaGuard
-	e.regions[idx] = region{MR: mr, buf: buf, inUse: true}
-	return mr, nil
+	return MR{Key: r.Key, Addr: r.Addr, Len: r.Len}, nil
 }
 
 // DeregisterMemory removes the region with key. WRITEs still posted from
 // or targeting it fail their bounds checks afterwards.
 func (e *Endpoint) DeregisterMemory(key uint32) error {
-	r := e.lookupRegion(key)
-	if r == nil {
+	if !e.mem.Deregister(key) {
 		return ErrBadMR
 	}
-	*r = region{}
 	return nil
-}
-
-func (e *Endpoint) lookupRegion(key uint32) *region {
-	idx := int(key >> 8)
-	if idx >= len(e.regions) {
-		return nil
-	}
-	r := &e.regions[idx]
-	if !r.inUse || r.Key != key {
-		return nil
-	}
-	return r
-}
-
-// span returns the offset of [va, va+n) in r, checking that it lies inside
-// the region without overflowing.
-func (r *region) span(va, n uint64) (off uint64, ok bool) {
-	if va < r.Addr {
-		return 0, false
-	}
-	off = va - r.Addr
-	if off > r.Len || n > r.Len-off {
-		return 0, false
-	}
-	return off, true
 }

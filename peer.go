@@ -67,9 +67,9 @@ func (e *Endpoint) SetPortUp(now mtime.Time, port int, up bool) error {
 	}
 	e.ports[port].up = up
 	e.up ^= 1 << port
-	for _, q := range e.qps {
-		if q == nil || q.evs == nil || q.peer == nil {
-			continue
+	e.qps.All(func(q *QP) {
+		if q.evs == nil || q.peer == nil {
+			return
 		}
 		q.evs.SetPlaneUp(port, up && q.peer.up&(1<<port) != 0)
 		if !up && q.state == StateRTS {
@@ -77,7 +77,7 @@ func (e *Endpoint) SetPortUp(now mtime.Time, port int, up bool) error {
 		}
 		e.markReady(q)
 		e.schedule(q, now)
-	}
+	})
 	for _, p := range e.peers {
 		p.announce, p.tries, p.due = true, 0, now
 		p.reqID++

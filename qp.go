@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc/cc"
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
@@ -51,10 +52,9 @@ type QP struct {
 	destroyed bool
 	stats     Stats
 
-	now     mtime.Time // the latest time an input or output call passed in
-	heapIdx int        // position in the endpoint's timer heap, or -1
-	heapKey mtime.Time // deadline the heap holds for this QP
-	// timerDirty says a new deadline may be earlier than heapKey: a first
+	now   mtime.Time  // the latest time an input or output call passed in
+	timer timerq.Node // the QP's entry in the endpoint's timer heap
+	// timerDirty says a new deadline may be earlier than timer's: a first
 	// packet in flight, a first unreported arrival, a retired EV to probe,
 	// a probe in flight, work posted to an idle queue, a state change.
 	timerDirty bool
@@ -300,14 +300,14 @@ func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
 		return fmt.Errorf("%w: PostWrite in %v", ErrQPState, q.state)
 	}
 	q.now = max(q.now, now)
-	r := q.ep.lookupRegion(wr.Local.Key)
+	r := q.ep.mem.Lookup(wr.Local.Key)
 	if r == nil {
 		return fmt.Errorf("%w: local key %#x", ErrBadMR, wr.Local.Key)
 	}
 	if wr.Length > MaxWriteLen {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidAttr, wr.Length, MaxWriteLen)
 	}
-	off, ok := r.span(r.Addr+wr.LocalOffset, wr.Length)
+	off, ok := r.Span(r.Addr+wr.LocalOffset, wr.Length)
 	if !ok || wr.LocalOffset > r.Len {
 		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
 	}
@@ -315,8 +315,8 @@ func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
 		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
 	}
 	var src []byte
-	if r.buf != nil {
-		src = r.buf[off : off+wr.Length]
+	if r.Buf != nil {
+		src = r.Buf[off : off+wr.Length]
 	}
 	if err := q.tx.post(q, wr, src); err != nil {
 		return err
@@ -529,3 +529,6 @@ func (q *QP) slotOf(ev uint32) (evset.Slot, bool) {
 func (q *QP) lossTimeout() time.Duration {
 	return max(q.ep.cfg.LossTimeout, q.tx.srtt+4*q.tx.rttvar)
 }
+
+// TimerNode gives the endpoint's timer heap its bookkeeping in q.
+func (q *QP) TimerNode() *timerq.Node { return &q.timer }

@@ -232,18 +232,18 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		return
 	}
 	// Placement: the RETH of every packet names its own address.
-	reg := e.lookupRegion(p.RETH.RKey)
+	reg := e.mem.Lookup(p.RETH.RKey)
 	if reg == nil {
 		q.ep.drop(now, &q.stats, q.qpn, DropBadRKey)
 		return
 	}
 	size := uint64(p.PayloadLen)
-	off, ok := reg.span(p.RETH.VA, size)
+	off, ok := reg.Span(p.RETH.VA, size)
 	if !ok || size > uint64(p.RETH.DMALen) {
 		q.ep.drop(now, &q.stats, q.qpn, DropBounds)
 		return
 	}
-	if phantom != (reg.buf == nil) {
+	if phantom != (reg.Buf == nil) {
 		q.ep.drop(now, &q.stats, q.qpn, DropPhantom)
 		return
 	}
@@ -258,8 +258,8 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 			return
 		}
 	}
-	if reg.buf != nil {
-		copy(reg.buf[off:off+size], p.Payload[:size])
+	if reg.Buf != nil {
+		copy(reg.Buf[off:off+size], p.Payload[:size])
 	}
 
 	// Coalesce the report; flush first if this PSN would stretch the

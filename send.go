@@ -6,6 +6,7 @@ import (
 
 	"github.com/openmrc/mrc/cc"
 	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/fifo"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
@@ -62,8 +63,8 @@ type sender struct {
 	mask     int
 	lossHead psn.PSN
 	lossTail psn.PSN
-	rtxq     psnQueue
-	inflight int // payload bytes in flight
+	rtxq     fifo.Queue[psn.PSN] // PSNs awaiting retransmission
+	inflight int                 // payload bytes in flight
 
 	wqes    []wqe  // ring by sequence number; grows up to sqDepth
 	sqDepth int    // most WRITEs posted and not completed
@@ -119,7 +120,6 @@ func (s *sender) grow(n int) {
 		ring[int(p)&(size-1)] = s.ring[int(p)&s.mask]
 	}
 	s.ring, s.mask = ring, size-1
-	s.rtxq.grow(size)
 }
 
 func (s *sender) rec(p psn.PSN) *txPkt { return &s.ring[int(p)&s.mask] }
@@ -199,14 +199,16 @@ func (s *sender) newReady(q *QP) bool {
 
 // rtxReady reports whether a retransmission could go out now, ports aside.
 func (s *sender) rtxReady(q *QP) bool {
-	for s.rtxq.len() > 0 {
-		p := s.rtxq.peek()
+	for {
+		p, ok := s.rtxq.Peek()
+		if !ok {
+			return false
+		}
 		if p.InWindow(s.una, s.nxt.Sub(s.una)) && s.rec(p).state == pktLost {
 			return s.fits(q, s.rec(p).size)
 		}
-		s.rtxq.pop() // acknowledged since it was queued
+		s.rtxq.Pop() // acknowledged since it was queued
 	}
-	return false
 }
 
 // sendNew writes the next new data packet on EV slot.
@@ -239,7 +241,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Tra
 
 // sendRetransmit writes the oldest queued retransmission on EV slot.
 func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Transmit {
-	p := s.rtxq.pop()
+	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
 	if r.rtx < 255 {
@@ -258,7 +260,8 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 // pickRetransmitEV chooses an EV for a retransmission, avoiding the EV that
 // lost the packet when another is available (digest §3.5).
 func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
-	old := q.tx.rec(q.tx.rtxq.peek()).slot
+	head, _ := q.tx.rtxq.Peek()
+	old := q.tx.rec(head).slot
 	slot, ok := q.evs.Pick(now, mask, q.ep.rng)
 	if ok && slot == old {
 		if again, ok2 := q.evs.Pick(now, mask, q.ep.rng); ok2 {
@@ -523,7 +526,7 @@ func (s *sender) requeue(p psn.PSN) {
 	s.unlinkLoss(p)
 	s.inflight -= int(r.size)
 	r.state = pktLost
-	s.rtxq.push(p)
+	s.rtxq.Push(p)
 }
 
 // deadline returns the requester's next deadline: the loss timer of the
@@ -605,46 +608,8 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 	}
 	s.wqeSend, s.seg = s.wqeTail, 0
 	s.lossHead, s.lossTail, s.inflight = noPSN, noPSN, 0
-	s.rtxq.clear()
+	s.rtxq.Clear()
 }
-
-// psnQueue is a FIFO of PSNs awaiting retransmission.
-type psnQueue struct {
-	buf        []psn.PSN
-	head, size int
-}
-
-func (q *psnQueue) len() int { return q.size }
-
-func (q *psnQueue) grow(n int) {
-	if n <= len(q.buf) {
-		return
-	}
-	buf := make([]psn.PSN, n)
-	for i := range q.size {
-		buf[i] = q.buf[(q.head+i)%len(q.buf)]
-	}
-	q.buf, q.head = buf, 0
-}
-
-func (q *psnQueue) push(p psn.PSN) {
-	if q.size == len(q.buf) {
-		q.grow(max(2*len(q.buf), 16))
-	}
-	q.buf[(q.head+q.size)%len(q.buf)] = p
-	q.size++
-}
-
-func (q *psnQueue) peek() psn.PSN { return q.buf[q.head] }
-
-func (q *psnQueue) pop() psn.PSN {
-	p := q.buf[q.head]
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
-	return p
-}
-
-func (q *psnQueue) clear() { q.head, q.size = 0, 0 }
 
 // traceCwnd traces the congestion window if it changed from before.
 func (q *QP) traceCwnd(now mtime.Time, before int) {

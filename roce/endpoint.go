@@ -6,6 +6,10 @@ import (
 	"net/netip"
 
 	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/fifo"
+	"github.com/openmrc/mrc/internal/memreg"
+	"github.com/openmrc/mrc/internal/qptable"
+	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
@@ -38,24 +42,18 @@ type Endpoint struct {
 	ports  []port
 	up     mrc.PortMask
 	stats  Stats // endpoint-level counts (drops before a QP is known)
-	events eventQueue
+	events fifo.Queue[mrc.Event]
 
-	regions []region
-	nextVA  uint64
+	mem memreg.Table
 
-	qps      []*QP // index qpn-firstQPN
-	freeQPN  []uint32
-	ready    []qpQueue // per port: QPs that may have a packet to send
-	nextPort int       // round robin over ports
-	timers   timerHeap
+	qps      qptable.Table[*QP]
+	ready    []fifo.Queue[*QP] // per port: QPs that may have a packet to send
+	nextPort int               // round robin over ports
+	timers   timerq.Heap[*QP]
 
 	rx Packet // decode scratch
 	tx Packet // encode scratch
 }
-
-// firstQPN is the lowest QP number handed out (0 and 1 are special in
-// the verbs model; the MRC core also starts here).
-const firstQPN = 0x100
 
 // NewEndpoint returns an endpoint with cfg. Every port starts up.
 func NewEndpoint(cfg Config) (*Endpoint, error) {
@@ -64,11 +62,10 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{
-		cfg:    cfg,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x517cc1b727220a95)),
-		ports:  make([]port, len(cfg.Ports)),
-		ready:  make([]qpQueue, len(cfg.Ports)),
-		nextVA: vaBase,
+		cfg:   cfg,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x517cc1b727220a95)),
+		ports: make([]port, len(cfg.Ports)),
+		ready: make([]fifo.Queue[*QP], len(cfg.Ports)),
 	}
 	for i, a := range cfg.Ports {
 		e.ports[i] = port{addr: a.As16(), up: true}
@@ -97,11 +94,11 @@ func (e *Endpoint) SetPortUp(now mtime.Time, p int, up bool) error {
 	e.ports[p].up = up
 	if up {
 		e.up |= 1 << p
-		for _, q := range e.qps {
-			if q != nil && q.port == p {
+		e.qps.All(func(q *QP) {
+			if q.port == p {
 				e.update(q, now)
 			}
-		}
+		})
 	} else {
 		e.up &^= 1 << p
 	}
@@ -111,74 +108,56 @@ func (e *Endpoint) SetPortUp(now mtime.Time, p int, up bool) error {
 // Stats returns the endpoint's counters: its own plus those of every QP.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	for _, q := range e.qps {
-		if q != nil {
-			s.add(&q.stats)
-		}
-	}
+	e.qps.All(func(q *QP) { s.add(&q.stats) })
 	return s
 }
 
 // QP returns the QP with number qpn, or nil.
-func (e *Endpoint) QP(qpn uint32) *QP {
-	i := int(qpn) - firstQPN
-	if i < 0 || i >= len(e.qps) {
-		return nil
-	}
-	return e.qps[i]
-}
+func (e *Endpoint) QP(qpn uint32) *QP { return e.qps.Get(qpn) }
 
-// CreateQP returns a new QP in state RESET. Connect brings it to RTS.
+// CreateQP returns a new QP in state RESET.
 func (e *Endpoint) CreateQP() (*QP, error) {
-	var qpn uint32
-	if n := len(e.freeQPN); n > 0 {
-		qpn = e.freeQPN[n-1]
-		e.freeQPN = e.freeQPN[:n-1]
-	} else {
-		if len(e.qps) >= e.cfg.MaxQPs {
-			return nil, mrc.ErrTooManyQPs
-		}
-		qpn = uint32(firstQPN + len(e.qps))
-		e.qps = append(e.qps, nil)
+	q := &QP{ep: e}
+	q.timer.Init()
+	qpn, err := e.qps.Add(q, e.cfg.MaxQPs)
+	if err != nil {
+		return nil, mrc.ErrTooManyQPs
 	}
-	q := &QP{ep: e, qpn: qpn, heapIdx: -1, heapKey: mtime.Never}
-	e.qps[qpn-firstQPN] = q
+	q.qpn = qpn
 	return q, nil
 }
 
 // DestroyQP removes q. Its QP number may be reused. Its posted work is
 // dropped without completions.
 func (e *Endpoint) DestroyQP(q *QP) {
-	if e.QP(q.qpn) != q {
+	if !e.qps.Remove(q.qpn, q) {
 		return
 	}
-	e.timers.remove(q)
-	e.qps[q.qpn-firstQPN] = nil
-	e.freeQPN = append(e.freeQPN, q.qpn)
+	e.timers.Remove(q)
 	q.state = mrc.StateReset
 	q.destroyed = true
 }
 
 // PollEvent returns the next event, if any: mrc.EventWriteDone,
 // mrc.EventRecvImm or mrc.EventQPError.
-func (e *Endpoint) PollEvent() (mrc.Event, bool) { return e.events.pop() }
+func (e *Endpoint) PollEvent() (mrc.Event, bool) { return e.events.Pop() }
 
 // NextTimeout returns when HandleTimeout should next be called, or
 // mtime.Never: the earliest local ACK timer, and for every QP that has
 // data waiting only for its pacer or an RNR wait, the time it may send
 // (or its DCQCN rate rises). It may be earlier than necessary. Its answer
 // can change after any input and after PollTransmit.
-func (e *Endpoint) NextTimeout() mtime.Time { return e.timers.min() }
+func (e *Endpoint) NextTimeout() mtime.Time { return e.timers.Min() }
 
 // HandleTimeout runs every timer due at now. Calling it early or twice is
 // harmless.
 func (e *Endpoint) HandleTimeout(now mtime.Time) {
 	for {
-		q := e.timers.peek()
-		if q == nil || q.heapKey > now {
+		q, ok := e.timers.Peek()
+		if !ok || q.timer.Key() > now {
 			return
 		}
-		e.timers.remove(q)
+		e.timers.Remove(q)
 		q.onTimer(now)
 		e.update(q, now)
 	}
@@ -200,13 +179,15 @@ func (e *Endpoint) update(q *QP, now mtime.Time) {
 	if d <= now {
 		d = now + 1
 	}
-	e.timers.set(q, d)
+	if !q.timer.Queued() || q.timer.Key() != d {
+		e.timers.Set(q, d)
+	}
 }
 
 func (e *Endpoint) markReady(q *QP) {
 	if !q.inReady {
 		q.inReady = true
-		e.ready[q.port].push(q)
+		e.ready[q.port].Push(q)
 	}
 }
 
@@ -232,10 +213,10 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (
 			continue
 		}
 		rq := &e.ready[p]
-		for k := rq.len(); k > 0; k-- {
-			q := rq.pop()
+		for k := rq.Len(); k > 0; k-- {
+			q, _ := rq.Pop()
 			if tx, ok := q.poll(now, buf); ok {
-				rq.push(q)
+				rq.Push(q)
 				e.nextPort = (p + 1) % n
 				e.update(q, now)
 				return tx, true
@@ -297,7 +278,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 	e.update(q, now)
 }
 
-func (e *Endpoint) emit(ev mrc.Event) { e.events.push(ev) }
+func (e *Endpoint) emit(ev mrc.Event) { e.events.Push(ev) }
 
 // drop counts a discarded packet in s (the QP's or the endpoint's) and
 // traces it.
@@ -310,5 +291,5 @@ func (e *Endpoint) drop(now mtime.Time, s *Stats, qpn uint32, why mrc.DropReason
 
 // String describes the endpoint for debugging.
 func (e *Endpoint) String() string {
-	return fmt.Sprintf("roce.Endpoint{ports=%d qps=%d}", len(e.ports), len(e.qps)-len(e.freeQPN))
+	return fmt.Sprintf("roce.Endpoint{ports=%d qps=%d}", len(e.ports), e.qps.Len())
 }

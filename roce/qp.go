@@ -8,6 +8,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
@@ -40,9 +41,8 @@ type QP struct {
 	destroyed bool
 	stats     Stats
 
-	heapIdx int        // position in the endpoint's timer heap, or -1
-	heapKey mtime.Time // deadline the heap holds for this QP
-	inReady bool       // queued in its port's ready list
+	timer   timerq.Node // the QP's entry in the endpoint's timer heap
+	inReady bool        // queued in its port's ready list
 
 	// Set by Connect.
 	port      int
@@ -172,14 +172,14 @@ func (q *QP) PostWrite(now mtime.Time, wr mrc.WriteRequest) error {
 	if q.state != mrc.StateRTS {
 		return fmt.Errorf("%w: PostWrite in %v", mrc.ErrQPState, q.state)
 	}
-	r := q.ep.lookupRegion(wr.Local.Key)
+	r := q.ep.mem.Lookup(wr.Local.Key)
 	if r == nil {
 		return fmt.Errorf("%w: local key %#x", mrc.ErrBadMR, wr.Local.Key)
 	}
 	if wr.Length > MaxWriteLen {
 		return fmt.Errorf("%w: %d bytes, at most %d", mrc.ErrInvalidAttr, wr.Length, MaxWriteLen)
 	}
-	off, ok := r.span(r.Addr+wr.LocalOffset, wr.Length)
+	off, ok := r.Span(r.Addr+wr.LocalOffset, wr.Length)
 	if !ok || wr.LocalOffset > r.Len {
 		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", mrc.ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
 	}
@@ -187,8 +187,8 @@ func (q *QP) PostWrite(now mtime.Time, wr mrc.WriteRequest) error {
 		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", mrc.ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
 	}
 	var src []byte
-	if r.buf != nil {
-		src = r.buf[off : off+wr.Length]
+	if r.Buf != nil {
+		src = r.Buf[off : off+wr.Length]
 	}
 	if err := q.req.post(q, wr, src); err != nil {
 		return err
@@ -360,3 +360,6 @@ func mix64(x uint64) uint64 {
 	x = (x ^ x>>27) * 0x94d049bb133111eb
 	return x ^ x>>31
 }
+
+// TimerNode gives the endpoint's timer heap its bookkeeping in q.
+func (q *QP) TimerNode() *timerq.Node { return &q.timer }

@@ -122,24 +122,24 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	}
 	var dst []byte
 	if span > 0 {
-		reg := e.lookupRegion(rkey)
+		reg := e.mem.Lookup(rkey)
 		if reg == nil {
 			e.drop(now, &q.stats, q.qpn, mrc.DropBadRKey)
 			r.nak(synKindNAK<<synKindShift | NakRemoteAccess)
 			return
 		}
-		off, ok := reg.span(va, span)
+		off, ok := reg.Span(va, span)
 		if !ok {
 			e.drop(now, &q.stats, q.qpn, mrc.DropBounds)
 			r.nak(synKindNAK<<synKindShift | NakRemoteAccess)
 			return
 		}
-		if phantom != (reg.buf == nil) {
+		if phantom != (reg.Buf == nil) {
 			e.drop(now, &q.stats, q.qpn, mrc.DropPhantom)
 			return
 		}
-		if reg.buf != nil {
-			dst = reg.buf[off : off+uint64(size)]
+		if reg.Buf != nil {
+			dst = reg.Buf[off : off+uint64(size)]
 		}
 	}
 	if op.HasImm() && r.recvHead == len(r.recvs) {

@@ -39,7 +39,7 @@ func BenchmarkPermutation(b *testing.B) {
 }
 
 func htsimInputs(t testing.TB) (*topo.Topology, *workload.Workload) {
-	dir := "../../shared/data/htsim/"
+	dir := "../scenario/presets/htsim/" // bundled with mrc
 	if _, err := os.Stat(dir); err != nil {
 		dir = "/work/shared/data/htsim/"
 		if _, err := os.Stat(dir); err != nil {

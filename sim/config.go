@@ -6,6 +6,7 @@ import (
 
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/trace"
 )
 
 // Config is one simulation: a fabric, a workload, a transport, failures
@@ -53,9 +54,37 @@ type Config struct {
 	// SeriesFlows is how many flows (the first ones) get a per-flow
 	// goodput series (default 16; negative: none).
 	SeriesFlows int
-	// Progress, when set, is called between windows with the simulated
-	// time and the events processed so far.
-	Progress func(now time.Duration, events uint64)
+	// Progress, when set, is called between windows with how far the run
+	// has got.
+	Progress func(Progress)
+
+	// Taps name the capture points whose packets go to Capture (see
+	// Tap for the syntax): host NIC ports, switch ports, or the packets
+	// of a flow at its two hosts.
+	Taps []string
+	// Capture, when set, receives every packet that passes a tap, once
+	// per capture point it passes. It is called serially, between
+	// windows, in time order (packets of the same picosecond in partition
+	// order), so its output is the same for any number of workers.
+	Capture func(*Captured)
+	// Trace, when set, receives the trace records (package trace) of
+	// every host's transport that TraceFilter keeps (nil: all), tagged
+	// with the host: serially, between windows, in time order.
+	Trace       func(host int, r *trace.Record)
+	TraceFilter *trace.Filter
+}
+
+// Progress is how far a run has got, for progress displays.
+type Progress struct {
+	Now    time.Duration // simulated time reached
+	Events uint64        // events processed
+	// Flows and FlowsDone count the flows and those whose sender has
+	// every byte acknowledged.
+	Flows, FlowsDone int
+	// Bytes is the workload's payload; Delivered the payload that has
+	// reached receivers so far (retransmitted duplicates included, so
+	// it may pass Bytes).
+	Bytes, Delivered uint64
 }
 
 // QueueSpec sizes every switch port's queues, in bytes. Zero fields take

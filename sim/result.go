@@ -345,8 +345,12 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 		r.BypassNs = &worst
 	}
 
-	// Planes and link classes over the completion interval.
+	// Planes and link classes over the completion interval (the whole
+	// run when flows did not complete: their bytes were sent over it).
 	dur := float64(last - max(first, 0))
+	if dur <= 0 || r.FlowsCompleted < r.Flows {
+		dur = float64(w.simNow() - max(min(first, w.simNow()), 0))
+	}
 	if dur <= 0 {
 		dur = float64(w.simNow())
 	}

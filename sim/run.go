@@ -32,6 +32,7 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	smp := w.newSampler()
 	var T Time
 	interrupted := false
+	w.flushObservations() // what the transports traced while being set up
 	for {
 		next := never
 		for _, s := range w.shards {
@@ -51,8 +52,9 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 		}
 		T = end
 		smp.maybe(T)
+		w.flushObservations()
 		if w.cfg.Progress != nil {
-			w.cfg.Progress(time.Duration(T/1000), w.events())
+			w.cfg.Progress(w.progress(T))
 		}
 		if w.done() {
 			break
@@ -127,6 +129,17 @@ func (w *World) events() uint64 {
 		n += s.events
 	}
 	return n
+}
+
+func (w *World) progress(T Time) Progress {
+	p := Progress{Now: time.Duration(T / 1000), Events: w.events(), Flows: len(w.flows), Bytes: w.bytes}
+	for _, s := range w.shards {
+		p.FlowsDone += s.sendDone
+		for _, b := range s.planeRx {
+			p.Delivered += b
+		}
+	}
+	return p
 }
 
 func (w *World) simNow() Time {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
@@ -42,6 +43,11 @@ type shard struct {
 	failed    int
 	lastDone  Time
 	resume    []int
+
+	// Observations waiting for the end of the window (observe.go).
+	caps   []capRec
+	capBuf []byte
+	traces []traceRec
 }
 
 func (s *shard) push(at Time, k evKind, aux uint32, id int32) {
@@ -208,6 +214,9 @@ func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
 	if p.wl > int32(p.n)+wire.ICRCLen {
 		s.planeRx[port] += uint64(p.wl - int32(p.n) - wire.ICRCLen)
 	}
+	if w.hostTaps != nil {
+		s.tapHost(hi, port, false, 0, p.data[:p.n], int(p.wl))
+	}
 	hs := &w.hosts[hi]
 	hs.nic.HandleDatagram(ns(s.now), port, p.data[:p.n], int(p.wl))
 	s.release(h)
@@ -218,6 +227,9 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 	w := s.w
 	sw := &w.sws[si]
 	pkt := p.data[:p.n]
+	if w.swTaps != nil {
+		s.tapSwitch(int(w.t.Switches[si].PortBase)+in, false, pkt, int(p.wl))
+	}
 	out, d := sw.vs.Forward(pkt, in)
 	if d != vswitch.DropNone {
 		if d == vswitch.DropBlackhole && sw.fail >= 0 && isData(pkt) {
@@ -270,6 +282,10 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	}
 	if d.Resume >= 0 {
 		s.pfc(si, d.Resume, xResume)
+	}
+	if w.swTaps != nil {
+		p := s.pkt(uint32(d.Handle))
+		s.tapSwitch(int(w.t.Switches[si].PortBase)+port, true, p.data[:p.n], int(p.wl))
 	}
 	wl := d.WireLen + w.overhead
 	ser := vswitch.SerializationPs(wl, w.lk[dl].rate)
@@ -374,6 +390,9 @@ func (s *shard) pump(hi int32) {
 		p := s.pkt(h)
 		copy(p.data[:tx.Len], s.scratch[:tx.Len])
 		p.n, p.wl = uint16(tx.Len), int32(tx.WireLen)
+		if w.hostTaps != nil {
+			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))
+		}
 		dl := w.hostOut(hi, tx.Port)
 		wl := tx.WireLen + w.overhead
 		ser := vswitch.SerializationPs(wl, w.lk[dl].rate)
@@ -511,33 +530,12 @@ func (s *shard) activate(id int) {
 	}
 }
 
-// isData reports whether pkt is an MRC/RoCE data packet (not control, not
-// a probe): what counts as traffic on a failed element.
+// isData reports whether pkt is an MRC or RoCE data packet (not control,
+// not a probe): what counts as traffic on a failed element.
 func isData(pkt []byte) bool {
-	if len(pkt) < wire.IPv6Len {
+	o := bthOffset(pkt)
+	if o < 0 {
 		return false
 	}
-	nh, next := pkt[6], wire.IPv6Len
-	for range 4 {
-		switch nh {
-		case wire.ProtoUDP:
-			if len(pkt) <= next+wire.UDPLen {
-				return false
-			}
-			return wire.Opcode(pkt[next+wire.UDPLen]).IsData()
-		case wire.ProtoIPv6:
-			if len(pkt) < next+wire.IPv6Len {
-				return false
-			}
-			nh, next = pkt[next+6], next+wire.IPv6Len
-		case wire.ProtoRouting:
-			if len(pkt) < next+8 {
-				return false
-			}
-			nh, next = pkt[next], next+8+8*int(pkt[next+1])
-		default:
-			return false
-		}
-	}
-	return false
+	return wire.Opcode(pkt[o]).IsData() || roce.Opcode(pkt[o]).IsData()
 }

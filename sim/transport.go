@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/roce"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/vswitch"
 )
 
@@ -80,6 +81,9 @@ type NICSpec struct {
 	// SRv6 says the fabric forwards on uSID paths (the NIC encapsulates,
 	// EncapSRv6); otherwise it routes plain IPv6 by ECMP.
 	SRv6 bool
+	// Tracer, when set, is the tracer the transport passes its trace
+	// records to (mrc.Config.Tracer, roce.Config.Tracer).
+	Tracer trace.Tracer
 }
 
 // TransportStats are a NIC's protocol counters, summed over its QPs.
@@ -129,17 +133,21 @@ type Transport struct {
 	Trim, Lossless, ECNLastHop bool
 	// New builds a host's NIC.
 	New func(spec NICSpec) (NIC, error)
+	// EV is the EV profile of a transport that runs the MRC core (nil
+	// for the others): what New was built with, for deriving variants
+	// with MRCProfile.
+	EV *mrc.EVProfile
 }
 
 // MRC is the MRC core with its default EV profile, over SRv6 uSID paths
 // with trimming switches: the deployed configuration.
 func MRC() Transport {
-	return Transport{Name: "mrc", Fabric: vswitch.ModeSRv6, Trim: true, New: mrcFactory(mrc.EVProfile{})}
+	return MRCProfile("mrc", mrc.EVProfile{}, vswitch.ModeSRv6)
 }
 
 // MRCProfile is MRC with EV profile ev, named name.
 func MRCProfile(name string, ev mrc.EVProfile, fabric vswitch.Mode) Transport {
-	return Transport{Name: name, Fabric: fabric, Trim: true, New: mrcFactory(ev)}
+	return Transport{Name: name, Fabric: fabric, Trim: true, New: mrcFactory(ev), EV: &ev}
 }
 
 // Oblivious is oblivious per-packet spraying with the same NSCC (UEC-like):
@@ -212,7 +220,7 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		}
 		ep, err := mrc.NewEndpoint(mrc.Config{
 			Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, Encap: encap, BaseRTT: s.BaseRTT,
-			LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs,
+			LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs, Tracer: s.Tracer,
 		})
 		if err != nil {
 			return nil, err
@@ -287,6 +295,7 @@ var _ NIC = (*roceNIC)(nil)
 func roceFactory(s NICSpec) (NIC, error) {
 	ep, err := roce.NewEndpoint(roce.Config{
 		Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs,
+		Tracer: s.Tracer,
 	})
 	if err != nil {
 		return nil, err

@@ -49,6 +49,15 @@ type World struct {
 	overhead   int
 	baseRTT    time.Duration
 
+	// Capture points (nil without taps): the tap of each host port
+	// (h*Planes+p) and switch port (PortBase+p), or -1.
+	hostTaps []int32
+	swTaps   []int32
+	taps     []portTap
+	order    []obsRef // scratch for merging observations
+
+	bytes uint64 // the workload's payload
+
 	ran bool
 }
 
@@ -124,7 +133,7 @@ func New(cfg Config) (*World, error) {
 		return nil, err
 	}
 	t := c.Topology
-	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead}
+	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead, bytes: c.Workload.Bytes()}
 	mtuWire := c.MTU + 128 + c.EthernetOverhead
 	w.baseRTT = t.BaseRTT(mtuWire, 144+c.EthernetOverhead)
 
@@ -269,10 +278,14 @@ func New(cfg Config) (*World, error) {
 		for p := range ports {
 			ports[p] = t.HostAddr(h, p)
 		}
-		nic, err := c.Transport.New(NICSpec{
+		spec := NICSpec{
 			Host: h, Ports: ports, Seed: c.Seed*0x100000001b3 + uint64(h), MTU: c.MTU, BaseRTT: w.baseRTT,
 			PortRate: t.HostRate(), MaxQPs: max(qps[h], 1), SRv6: c.Transport.Fabric == vswitch.ModeSRv6,
-		})
+		}
+		if c.Trace != nil {
+			spec.Tracer = &hostTracer{s: w.shards[hostShard(h)], host: int32(h), f: c.TraceFilter}
+		}
+		nic, err := c.Transport.New(spec)
 		if err != nil {
 			return nil, fmt.Errorf("sim: host %d: %w", h, err)
 		}
@@ -280,6 +293,9 @@ func New(cfg Config) (*World, error) {
 	}
 
 	if err := w.setupFlows(); err != nil {
+		return nil, err
+	}
+	if err := w.setupTaps(); err != nil {
 		return nil, err
 	}
 	if err := w.scheduleFailures(); err != nil {

@@ -32,6 +32,16 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
+// exitError ends the command with status code, after printing msg (if
+// any) as the one line on stderr; an interrupted run exits 130 (128 +
+// SIGINT), as shells expect.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -57,11 +67,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	err := cmd.run(args[1:], stdout, stderr)
 	var ue usageError
+	var ee exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "mrc %s: %s\n", args[0], ee.msg)
+		}
+		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "mrc %s: %v\n", args[0], err)
 		return 2

@@ -1,199 +1,449 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"sort"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
-	"github.com/openmrc/mrc"
-	"github.com/openmrc/mrc/internal/testnet"
-	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/report"
+	"github.com/openmrc/mrc/scenario"
+	"github.com/openmrc/mrc/sim"
 )
 
 func init() {
-	commands["sim"] = command{summary: "run a transfer through a simulated lossy multi-path fabric", run: runSim}
+	commands["sim"] = command{summary: "simulate MRC and baselines on multi-plane fabrics (built-in scenarios, YAML files, htsim inputs)", run: runSim}
 }
 
-// runSim runs two MRC endpoints through the in-memory multi-plane network
-// of package testnet: a WRITE_IMM stream with trims, ECN marks and random
-// loss, and paths that fail partway through. It prints what MRC did.
+const simUsage = `[flags] [FILE.yaml]
+
+Runs a scenario once per transport and prints the results side by side.
+With no FILE, --preset or --tm it runs the default scenario. Scenario
+files: docs/scenario.md; results: docs/results.md; the CLI: docs/cli.md.`
+
+// runSim is `mrc sim`: scenario parsing, running and reporting live in
+// packages scenario and report; this wires flags to them.
 func runSim(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sim", "[flags]", stderr)
-	seed := fs.Uint64("seed", 1, "random seed; a run is a function of its flags")
-	planes := fs.Int("planes", 8, "network planes (NIC ports)")
-	mib := fs.Int("mib", 32, "MiB to transfer")
-	fail := fs.Int("fail", 8, "paths that fail partway through the transfer")
-	trim := fs.Float64("trim", 0.01, "probability a data packet is trimmed")
-	loss := fs.Float64("loss", 0.0005, "probability a packet is silently lost")
-	ecn := fs.Float64("ecn", 0.02, "probability a data packet is ECN-marked")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case *planes < 1 || *planes > mrc.MaxPlanes:
-		return usagef("--planes %d: want 1..%d", *planes, mrc.MaxPlanes)
-	case *mib < 1 || *mib > 1024:
-		return usagef("--mib %d: want 1..1024", *mib)
-	case *fail < 0:
-		return usagef("--fail %d: want 0 or more", *fail)
-	case !prob(*trim) || !prob(*loss) || !prob(*ecn):
-		return usagef("--trim, --loss and --ecn are probabilities in [0,1]")
-	}
-	return simDemo(stdout, *seed, *planes, *mib<<20, *fail, *trim, *loss, *ecn)
-}
-
-func prob(p float64) bool { return p >= 0 && p <= 1 }
-
-func simDemo(w io.Writer, seed uint64, planes, size, fail int, trim, loss, ecn float64) error {
-	const pathsPerPlane = 256
-	net, err := testnet.New(testnet.Config{
-		Seed: seed, Planes: planes, Jitter: time.Microsecond,
-		Encap: mrc.EncapSRv6, Trim: trim, Loss: loss, ECN: ecn,
-	})
-	if err != nil {
-		return err
-	}
-	qa, qb, err := net.Connect(mrc.EVProfile{PathsPerPlane: pathsPerPlane}, mrc.RTSAttr{})
-	if err != nil {
-		return err
-	}
-	epA, epB := net.Endpoint(testnet.A), net.Endpoint(testnet.B)
-	src := make([]byte, size)
-	r := rand.New(rand.NewPCG(seed, 1))
-	for i := range src {
-		src[i] = byte(r.Uint32())
-	}
-	dst := make([]byte, size)
-	srcMR, _ := epA.RegisterMemory(src)
-	dstMR, _ := epB.RegisterMemory(dst)
-
-	usedPaths := map[testnet.Path]bool{}
-	net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
-		if from == testnet.A && (tx.Kind == mrc.KindData || tx.Kind == mrc.KindRetransmit) {
-			usedPaths[pathOf(pkt, tx.Port)] = true
-		}
-	}
-	type entry struct {
-		at   mtime.Time
-		text string
-	}
-	var timeline []entry
-	var done, imms int
-	var qpErr error
-	net.OnEvent = func(s testnet.Side, ev mrc.Event) {
-		switch ev.Kind {
-		case mrc.EventWriteDone:
-			done++
-		case mrc.EventRecvImm:
-			imms++
-		case mrc.EventQPError:
-			qpErr = ev.Err
-		case mrc.EventEVState:
-			side := "A"
-			if s == testnet.B {
-				side = "B"
-			}
-			timeline = append(timeline, entry{ev.Time, fmt.Sprintf("%s EV %#08x (plane %d, path %d) %v -> %v (%v)",
-				side, ev.EV, ev.Plane, mrc.EVPath(ev.EV), ev.From, ev.To, ev.Reason)})
-		}
-	}
-
-	// Post the transfer as 1 MiB WRITE_IMMs.
-	const chunk = 1 << 20
-	msgs := 0
-	for off := 0; off < size; off += chunk {
-		n := min(chunk, size-off)
-		if err := qb.PostRecv(uint64(msgs)); err != nil {
+	start := time.Now()
+	fs := newFlagSet("sim", simUsage, stderr)
+	list := fs.Bool("list", false, "list the built-in scenarios (presets) and exit")
+	preset := fs.String("preset", "", "run the built-in scenario `NAME` (see --list)")
+	show := fs.Bool("show", false, "print the scenario's YAML (a preset's, or the default) instead of running it")
+	tm := fs.String("tm", "", "run htsim's connection matrix `FILE.cm` (with --topo, or on a generated leaf-spine)")
+	topoFile := fs.String("topo", "", "htsim topology `FILE.topo`, with --tm")
+	planes := fs.Int("planes", 1, "planes of the fabric, with --tm (htsim files describe one plane)")
+	seed := fs.Uint64("seed", 0, "random seed (default: the scenario's, 1); a run is a function of the scenario and the seed")
+	transports := fs.String("transports", "", "transports to compare, comma-separated `LIST` (default: the scenario's; built-in: "+strings.Join(builtinTransports(), ",")+")")
+	stop := fs.Duration("stop", 0, "stop at this much simulated `TIME` (default: the scenario's duration, 1s)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "worker goroutines (results do not depend on it)")
+	jsonOut := fs.String("json", "", "write the results as JSON to `FILE` (- for standard output; schema: docs/results.md)")
+	flows := fs.Bool("flows", false, "include every flow's result in the JSON (flow_results)")
+	csvDir := fs.String("csv", "", "write CSV files of the results to `DIR`")
+	plotDir := fs.String("plot", "", "write plots (PNG and SVG) to `DIR`")
+	pcapOut := fs.String("pcap", "", "capture packets to a pcapng `FILE` (one per transport: FILE-TRANSPORT.pcapng when several)")
+	capture := fs.String("capture", "", "capture `POINTS`, comma-separated: h3/p1 (a NIC port), t1-p0-2:5 (a switch port), t0-p0-1/t1-p0-3, flow:7 (default: the first flow)")
+	pcapFilter := fs.String("pcap-filter", "", "keep only the packets that `FILTER` selects, e.g. 'op=data,nack plane=0' (docs/dump.md)")
+	traceOut := fs.String("trace", "", "write the transports' JSON-lines trace to `FILE` (docs/trace.md)")
+	traceFilter := fs.String("trace-filter", "", "keep only the trace records `FILTER` selects, e.g. 'kind=ev_state,nacked sample=100'")
+	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes (the table still goes to standard output, unless the JSON does)")
+	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal and the run takes more than 2 s), on, off")
+	// Flags may follow the scenario file: parse, take a positional
+	// argument, parse the rest.
+	var pos []string
+	for {
+		if err := fs.parse(args); err != nil {
 			return err
 		}
-		err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(msgs), Local: srcMR, LocalOffset: uint64(off),
-			Remote: dstMR, RemoteOffset: uint64(off), Length: uint64(n), WithImm: true, Imm: uint32(msgs)})
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	if *list {
+		if len(pos) > 0 || *preset != "" || *tm != "" {
+			return usagef("--list takes no scenario")
+		}
+		return listPresets(stdout)
+	}
+	sources := 0
+	for _, b := range []bool{len(pos) > 0, *preset != "", *tm != ""} {
+		if b {
+			sources++
+		}
+	}
+	switch {
+	case len(pos) > 1:
+		return usagef("want one scenario file, got %d arguments (%s)", len(pos), strings.Join(pos, " "))
+	case sources > 1:
+		return usagef("give one scenario: a FILE.yaml, --preset NAME or --tm FILE.cm")
+	case *topoFile != "" && *tm == "":
+		return usagef("--topo needs --tm FILE.cm")
+	case set["planes"] && *tm == "":
+		return usagef("--planes is for htsim inputs (--tm); a scenario file sets topology.planes")
+	case *planes < 1:
+		return usagef("--planes %d: want 1 or more", *planes)
+	case *workers < 1:
+		return usagef("--workers %d: want 1 or more", *workers)
+	case *stop < 0:
+		return usagef("--stop %v: want a positive time", *stop)
+	case *progress != "auto" && *progress != "on" && *progress != "off":
+		return usagef("--progress %q: want auto, on or off", *progress)
+	}
+
+	var s *scenario.Scenario
+	var err error
+	name := scenario.DefaultPreset
+	switch {
+	case len(pos) == 1:
+		if *show {
+			return usagef("--show prints a preset; %s is already a file", pos[0])
+		}
+		s, err = scenario.Load(pos[0])
+	case *tm != "":
+		if *show {
+			return usagef("--show prints a preset, not htsim inputs")
+		}
+		s, err = scenario.FromHtsim(*tm, *topoFile, *planes)
+	default:
+		if *preset != "" {
+			name = *preset
+		}
+		if *show {
+			data, err := scenario.PresetFile(name)
+			if err != nil {
+				_, err = scenario.LoadPreset(name) // for its message
+				return usagef("%v", err)
+			}
+			_, err = stdout.Write(data)
+			return err
+		}
+		s, err = scenario.LoadPreset(name)
+	}
+	if err != nil {
+		return usagef("%v", err)
+	}
+
+	o := scenario.Overrides{Workers: *workers, Duration: *stop}
+	if set["seed"] {
+		o.Seed = seed
+	}
+	if *transports != "" {
+		for _, t := range strings.Split(*transports, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				o.Transports = append(o.Transports, t)
+			}
+		}
+		if len(o.Transports) == 0 {
+			return usagef("--transports %q: name at least one", *transports)
+		}
+	}
+	// Outputs: the scenario's, overridden by flags.
+	out := s.Outputs
+	str := func(flag string, dst *string, v string) {
+		if set[flag] {
+			*dst = v
+		}
+	}
+	str("json", &out.JSON, *jsonOut)
+	str("csv", &out.CSV, *csvDir)
+	str("plot", &out.Plot, *plotDir)
+	str("pcap", &out.Pcap, *pcapOut)
+	str("pcap-filter", &out.PcapFilter, *pcapFilter)
+	str("trace", &out.Trace, *traceOut)
+	str("trace-filter", &out.TraceFilter, *traceFilter)
+	if set["capture"] {
+		out.Capture = nil
+		for _, c := range strings.Split(*capture, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				out.Capture = append(out.Capture, c)
+			}
+		}
+	}
+	if *flows {
+		out.Flows = true
+	}
+	if out.Pcap == "-" || out.Trace == "-" {
+		return usagef("--pcap and --trace write files, not standard output")
+	}
+
+	plan, err := s.Build(o)
+	if err != nil {
+		return usagef("%v", err)
+	}
+
+	// Check the outputs before running: a bad path should not cost a run.
+	var jsonFile *os.File
+	if out.JSON != "" && out.JSON != "-" {
+		if jsonFile, err = os.Create(out.JSON); err != nil {
+			return usagef("--json: %v", pathError(err))
+		}
+		defer jsonFile.Close()
+	}
+	for _, d := range []struct{ flag, dir string }{{"--csv", out.CSV}, {"--plot", out.Plot}} {
+		if d.dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(d.dir, 0o755); err != nil {
+			return usagef("%s: %v", d.flag, pathError(err))
+		}
+		probe, err := os.CreateTemp(d.dir, ".mrc-sim-*")
+		if err != nil {
+			return usagef("%s: %v", d.flag, pathError(err))
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+	}
+
+	setMemoryLimit()
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	go func() {
+		<-ctx.Done()
+		stopSignals() // a second Ctrl-C ends the process at once
+	}()
+
+	showProgress := *progress == "on" || *progress == "auto" && !*quiet && isTerminal(stderr)
+	pg := &progressLine{w: stderr, on: showProgress, start: start, always: *progress == "on"}
+	opts := scenario.RunOptions{Flows: out.Flows, Pcap: out.Pcap, PcapFilter: out.PcapFilter, Capture: out.Capture,
+		Trace: out.Trace, TraceFilter: out.TraceFilter, Setup: pg.setup, Progress: pg.update}
+	rep, err := scenario.Run(ctx, plan, opts)
+	pg.clear()
+	var se *scenario.Error
+	if errors.As(err, &se) {
+		return usagef("%v", err)
+	}
+	if rep == nil {
+		return err
+	}
+	runErr := err
+	rep.WallS = time.Since(start).Seconds()
+
+	// Results: JSON, CSV, plots, then the table.
+	note := func(format string, args ...any) {
+		if !*quiet {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}
+	}
+	tableOut := stdout
+	if out.JSON == "-" {
+		tableOut = stderr
+		if err := rep.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else if jsonFile != nil {
+		bw := bufio.NewWriter(jsonFile)
+		if err := rep.WriteJSON(bw); err != nil {
+			return fmt.Errorf("writing %s: %v", out.JSON, err)
+		}
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("writing %s: %v", out.JSON, err)
+		}
+		if err := jsonFile.Close(); err != nil {
+			return fmt.Errorf("writing %s: %v", out.JSON, err)
+		}
+		note("wrote %s", out.JSON)
+	}
+	if out.CSV != "" {
+		files, err := rep.WriteCSV(out.CSV)
 		if err != nil {
 			return err
 		}
-		msgs++
+		note("wrote %d CSV files to %s", len(files), out.CSV)
 	}
-	net.Kick(testnet.A)
-
-	// Fail paths that A's EVs use once a quarter of the data is out.
-	finished := func() bool { return done == msgs && imms == msgs || qpErr != nil }
-	quarter := mtime.Time(float64(size*8) / (float64(planes) * 100e9) / 4 * 1e9)
-	net.RunUntil(quarter, finished)
-	failed := pickPaths(qa.EVs(), fail, r)
-	for _, p := range failed {
-		net.KillPath(p)
-		timeline = append(timeline, entry{net.Now(), fmt.Sprintf("fabric: path %d of plane %d fails (black hole, both directions)",
-			p.Index, p.Plane)})
-	}
-	start := time.Now()
-	net.RunUntil(mtime.Time(10*time.Second), finished)
-	wall := time.Since(start)
-	sort.SliceStable(timeline, func(i, j int) bool { return timeline[i].at < timeline[j].at })
-
-	sa, sb := qa.Stats(), qb.Stats()
-	elapsed := time.Duration(net.Now())
-	fmt.Fprintf(w, "mrc sim: %d MiB as %d WRITE_IMMs from A to B over %d planes × %d paths, seed %d\n",
-		size>>20, msgs, planes, pathsPerPlane, seed)
-	fmt.Fprintf(w, "fabric: trim %.2g, loss %.2g, ECN %.2g per packet; %d paths fail at %v\n\n",
-		trim, loss, ecn, len(failed), time.Duration(quarter))
-	fmt.Fprintln(w, "timeline (EV state changes the controller API reports):")
-	for i, l := range timeline {
-		if i == 20 {
-			fmt.Fprintf(w, "  ... %d more\n", len(timeline)-20)
-			break
+	if out.Plot != "" {
+		files, err := rep.WritePlots(out.Plot)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(w, "  %10v  %s\n", time.Duration(l.at), l.text)
+		note("wrote %d plots to %s (%s)", len(files), out.Plot, baseNames(files))
 	}
-	fmt.Fprintln(w)
-	if qpErr != nil {
-		return fmt.Errorf("QP failed: %v", qpErr)
+	if out.Pcap != "" {
+		for _, r := range rep.Results {
+			note("wrote %s", scenario.OutputFile(out.Pcap, r.Transport, len(plan.Runs)))
+		}
 	}
-	if done != msgs || imms != msgs {
-		return fmt.Errorf("transfer unfinished after %v: %d of %d completions", elapsed, done, msgs)
+	if out.Trace != "" {
+		for _, r := range rep.Results {
+			note("wrote %s", scenario.OutputFile(out.Trace, r.Transport, len(plan.Runs)))
+		}
 	}
-	exact := bytes.Equal(src, dst)
-	gbps := float64(size*8) / elapsed.Seconds() / 1e9
-	fmt.Fprintf(w, "delivered      %d bytes in %v (%.0f Gb/s of %d), byte-exact: %v\n", size, elapsed, gbps, planes*100, exact)
-	fmt.Fprintf(w, "paths used     %d distinct (plane, path) pairs by data packets\n", len(usedPaths))
-	fmt.Fprintf(w, "data packets   %d sent, %d retransmitted (%.2f%%)\n", sa.DataSent, sa.Retransmits, 100*float64(sa.Retransmits)/float64(sa.DataSent))
-	fmt.Fprintf(w, "trims          %d NACKed mid-fabric, %d at the last hop; %d ECN echoes\n", sa.TrimNACKs, sa.LastHopNACKs, sa.ECNEchoes)
-	fmt.Fprintf(w, "losses         %d declared by the per-packet timer\n", sa.LossTimeouts)
-	fmt.Fprintf(w, "EVs            A: %d retired, %d resurrected, %d SKIPs; B (reverse path): %d retired\n",
-		sa.EVRetired, sa.EVResurrected, sa.EVSkips, sb.EVRetired)
-	fmt.Fprintf(w, "control        %d SACKs and %d NACKs sent by B, %d probes by A\n", sb.SACKsSent, sb.NACKsSent, sa.ProbesSent)
-	fmt.Fprintf(w, "simulated      %v of network time in %v of wall time\n", elapsed, wall.Round(time.Millisecond))
-	if !exact {
-		return fmt.Errorf("remote memory differs from the source")
+	if tableOut == stdout || !*quiet {
+		if err := rep.WriteTable(tableOut); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if rep.Interrupted {
+		msg := "interrupted before the first run started; no results"
+		if n := len(rep.Results); n > 0 {
+			last := rep.Results[n-1]
+			msg = fmt.Sprintf("interrupted: %s stopped after %s of simulated time; the results are partial", last.Transport, report.Duration(last.SimTimeNs))
+		}
+		return exitError{code: 130, msg: msg}
 	}
 	return nil
 }
 
-// pathOf returns the fabric path a packet takes (its plane and the path
-// index of its EV).
-func pathOf(pkt []byte, plane int) testnet.Path {
-	var p wirePacket
-	if err := p.Decode(pkt); err != nil {
-		return testnet.Path{Plane: plane, Index: -1}
+func builtinTransports() []string {
+	var names []string
+	for _, t := range sim.Transports() {
+		names = append(names, t.Name)
 	}
-	return testnet.Path{Plane: plane, Index: mrc.EVPath(uint32(p.ev()))}
+	return names
 }
 
-// pickPaths chooses n distinct paths that the EVs use.
-func pickPaths(evs []uint32, n int, r *rand.Rand) []testnet.Path {
-	seen := map[testnet.Path]bool{}
-	var all []testnet.Path
-	for _, ev := range evs {
-		p := testnet.Path{Plane: mrc.EVPlane(ev), Index: mrc.EVPath(ev)}
-		if !seen[p] {
-			seen[p] = true
-			all = append(all, p)
+func listPresets(w io.Writer) error {
+	ps := scenario.Presets()
+	width := 0
+	for _, p := range ps {
+		width = max(width, len(p.Name))
+	}
+	fmt.Fprintln(w, "Built-in scenarios (mrc sim --preset NAME; mrc sim --preset NAME --show prints one as YAML):")
+	for _, p := range ps {
+		mark := " "
+		if p.Name == scenario.DefaultPreset {
+			mark = "*"
+		}
+		fmt.Fprintf(w, " %s %-*s  %s\n", mark, width, p.Name, p.Description)
+	}
+	fmt.Fprintln(w, "* runs with no arguments")
+	return nil
+}
+
+func baseNames(files []string) string {
+	var out []string
+	for _, f := range files {
+		out = append(out, filepath.Base(f))
+	}
+	return strings.Join(out, ", ")
+}
+
+// pathError drops the "open " prefix of a file error.
+func pathError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit unless the user
+// set GOMEMLIMIT: 60% of the machine's (or the cgroup's) memory. Without
+// one the collector lets the heap grow to twice the live heap, which the
+// largest fabrics cannot afford (docs/sim.md).
+func setMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	total := memTotal()
+	if total <= 0 {
+		return
+	}
+	debug.SetMemoryLimit(total / 10 * 6)
+}
+
+// memTotal returns the memory available to the process in bytes, or 0.
+func memTotal() int64 {
+	var total int64
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				total = kb << 10
+			}
 		}
 	}
-	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	return all[:min(n, len(all))]
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if data, err := os.ReadFile(f); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
+				total = v
+			}
+		}
+	}
+	return total
+}
+
+// progressLine keeps one line of progress on stderr: the transport,
+// simulated time, share of the bytes delivered, events per second and an
+// estimate of the time left for this transport.
+type progressLine struct {
+	w      io.Writer
+	on     bool
+	always bool // --progress on: from the start, even if not a terminal
+	start  time.Time
+
+	runStart time.Time
+	last     time.Time
+	shown    bool
+}
+
+func (p *progressLine) setup(i, n int, transport string) {
+	p.runStart = time.Now()
+	if p.on {
+		p.print(fmt.Sprintf("%s (%d/%d): setting up", transport, i+1, n))
+	}
+}
+
+func (p *progressLine) update(i, n int, transport string, pr sim.Progress) {
+	if !p.on {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.last) < 250*time.Millisecond || !p.always && now.Sub(p.start) < 2*time.Second {
+		return
+	}
+	p.last = now
+	el := now.Sub(p.runStart).Seconds()
+	frac := 0.0
+	if pr.Bytes > 0 {
+		frac = min(float64(pr.Delivered)/float64(pr.Bytes), 1)
+	}
+	eta := "?"
+	if frac > 0.01 && frac < 1 {
+		eta = fmt.Sprintf("%.0f s", el*(1-frac)/frac)
+	}
+	p.print(fmt.Sprintf("%s (%d/%d): %s simulated, %.0f%% of the bytes, %s/%s flows done, %.1f M events/s, ETA %s",
+		transport, i+1, n, report.Dur(pr.Now), 100*frac, report.Count(pr.FlowsDone), report.Count(pr.Flows),
+		float64(pr.Events)/max(el, 1e-3)/1e6, eta))
+}
+
+func (p *progressLine) print(s string) {
+	if p.always && !isTerminal(p.w) {
+		fmt.Fprintln(p.w, "progress: "+s)
+	} else {
+		fmt.Fprint(p.w, "\r\033[K"+s)
+	}
+	p.shown = true
+}
+
+func (p *progressLine) clear() {
+	if p.shown && isTerminal(p.w) {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/openmrc/mrc/sim/workload"
 )
 
-// The samples from the shared data directory, when present.
-var shared = filepath.Join("..", "..", "..", "shared", "data", "htsim")
+// The samples bundled with mrc (scenario/presets/htsim), or from the
+// shared data directory.
+var bundled = filepath.Join("..", "..", "scenario", "presets", "htsim")
 
 func sample(t *testing.T, name string) string {
-	p := filepath.Join(shared, name)
+	p := filepath.Join(bundled, name)
 	if _, err := os.Stat(p); err != nil {
 		p = filepath.Join("/work/shared/data/htsim", name)
 		if _, err := os.Stat(p); err != nil {

@@ -125,12 +125,12 @@ func run(topoFile, cmFile string, hosts, planes, t0down, t0up int, gbps float64,
 	return e.Encode(r)
 }
 
-func progress() func(time.Duration, uint64) {
+func progress() func(sim.Progress) {
 	last := time.Now()
-	return func(now time.Duration, events uint64) {
+	return func(p sim.Progress) {
 		if time.Since(last) > 5*time.Second {
 			last = time.Now()
-			fmt.Fprintf(os.Stderr, "  sim %v, %d events\n", now, events)
+			fmt.Fprintf(os.Stderr, "  sim %v, %d events\n", p.Now, p.Events)
 		}
 	}
 }

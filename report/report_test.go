@@ -1,0 +1,56 @@
+package report
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openmrc/mrc/sim"
+)
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{Duration(850), "850 ns"}, {Duration(42_300), "42.3 µs"}, {Duration(40_000), "40 µs"}, {Duration(1_270_000), "1.27 ms"},
+		{Duration(537_000_000), "537 ms"}, {Duration(2_000_000_000), "2 s"},
+		{Bytes(512), "512 B"}, {Bytes(256 << 10), "256 KiB"}, {Bytes(3 << 19), "1.5 MiB"}, {Bytes(3213885440), "2.99 GiB"},
+		{Rate(100e9), "100 Gb/s"}, {Rate(1.6e12), "1.6 Tb/s"},
+		{Count(16384), "16,384"}, {Count(-1234567), "-1,234,567"}, {Count(12), "12"},
+		{percent(0.73), "73%"}, {percent(0.042), "4.2%"}, {percent(0.0009), "0.09%"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// TestTable checks the table of a report with an incomplete transport
+// and tagged flows.
+func TestTable(t *testing.T) {
+	bp := int64(30_000)
+	flows := []sim.FlowResult{
+		{ID: 1, Tag: "victim", StartNs: 0, FCTNs: 10_000, RecvNs: 9_000},
+		{ID: 2, StartNs: 0, FCTNs: 20_000, RecvNs: 19_000},
+	}
+	r := &Report{Scenario: "t", Seed: 1, Fabric: "f", Traffic: "w", FailureSchedule: []string{"x down at 1 µs"}, Notes: "look here"}
+	r.Add(&sim.Result{Transport: "mrc", Flows: 2, FlowsCompleted: 2, CompletionNs: 20_000, GoodputFractionOfIdeal: 0.5,
+		FCT: sim.FCTStats{Min: 10_000, P50: 10_000, P99: 20_000, Max: 20_000}, BypassNs: &bp, FlowResults: flows,
+		Failures: []sim.FailureResult{{DataPackets: 7}}}, false)
+	r.Add(&sim.Result{Transport: "roce", Flows: 2, FlowsCompleted: 1, FlowsFailed: 1, CompletionNs: 50_000,
+		FCT: sim.FCTStats{P50: 50_000, P99: 50_000}, BypassNs: &bp, FlowResults: flows[1:]}, true)
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	squeeze := regexp.MustCompile(` +`)
+	out := squeeze.ReplaceAllString(b.String(), " ")
+	for _, want := range []string{"flows completed          2/2     1/2 (1 failed)", "completion time          20 µs   not done",
+		"FCT p50                  10 µs   50 µs*", "bypass time              30 µs   30 µs", "data pkts into failures  7       0",
+		"victim FCT p99           10 µs   —", "* over the flows that completed", "roce did not finish (1 of 2 flows done, 1 failed", "look here"} {
+		if want = squeeze.ReplaceAllString(want, " "); !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if r.Results[0].FlowResults != nil || r.Results[1].FlowResults == nil || len(r.Results[0].PerFlow()) != 2 {
+		t.Error("flow results kept or dropped wrongly")
+	}
+}

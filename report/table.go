@@ -1,0 +1,226 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteTable writes the header, the side-by-side table of the
+// transports' results and the notes: what `mrc sim` prints.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mrc sim: %s (seed %d)", r.Scenario, r.Seed)
+	if r.Description != "" {
+		fmt.Fprintf(&b, ": %s", r.Description)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  fabric    %s\n", r.Fabric)
+	fmt.Fprintf(&b, "  workload  %s\n", r.Traffic)
+	if len(r.FailureSchedule) == 0 {
+		b.WriteString("  failures  none\n")
+	}
+	for i, f := range r.FailureSchedule {
+		label := "failures"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(&b, "  %-8s  %s\n", label, f)
+	}
+	b.WriteString("\n")
+	if len(r.Results) == 0 {
+		b.WriteString("no results: the run was interrupted before the first transport finished setting up\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+
+	type row struct {
+		label string
+		cells []string
+	}
+	var rows []row
+	add := func(label string, f func(x *Result) string) {
+		rw := row{label: label}
+		for i := range r.Results {
+			rw.cells = append(rw.cells, f(&r.Results[i]))
+		}
+		rows = append(rows, rw)
+	}
+	incomplete := func(x *Result) bool { return x.FlowsCompleted < x.Flows }
+	star := func(x *Result) string {
+		if incomplete(x) && x.FlowsCompleted > 0 {
+			return "*"
+		}
+		return ""
+	}
+	anyStar := false
+	add("flows completed", func(x *Result) string {
+		s := Count(x.FlowsCompleted) + "/" + Count(x.Flows)
+		if x.FlowsFailed > 0 {
+			s += fmt.Sprintf(" (%s failed)", Count(x.FlowsFailed))
+		}
+		return s
+	})
+	add("completion time", func(x *Result) string {
+		if incomplete(x) {
+			return "not done"
+		}
+		return Duration(x.CompletionNs)
+	})
+	add("FCT p50", func(x *Result) string {
+		if x.FlowsCompleted == 0 {
+			return "—"
+		}
+		anyStar = anyStar || star(x) != ""
+		return Duration(x.FCT.P50) + star(x)
+	})
+	add("FCT p99", func(x *Result) string {
+		if x.FlowsCompleted == 0 {
+			return "—"
+		}
+		return Duration(x.FCT.P99) + star(x)
+	})
+	add("goodput, % of ideal", func(x *Result) string {
+		if incomplete(x) || x.GoodputFractionOfIdeal == 0 {
+			return "—"
+		}
+		return percent(x.GoodputFractionOfIdeal)
+	})
+	add("retransmits", func(x *Result) string { return Count(x.Retransmits) })
+	add("trims", func(x *Result) string { return Count(x.Trims) })
+	add("drops", func(x *Result) string {
+		var n uint64
+		for _, v := range x.Drops {
+			n += v
+		}
+		return Count(n)
+	})
+	hasFailures := false
+	for i := range r.Results {
+		hasFailures = hasFailures || r.Results[i].BypassNs != nil
+	}
+	if hasFailures {
+		add("bypass time", func(x *Result) string {
+			if x.BypassNs == nil {
+				return "—"
+			}
+			return Duration(*x.BypassNs)
+		})
+		add("data pkts into failures", func(x *Result) string { return Count(x.FailedDataPackets) })
+	}
+	// Tagged flows (a victim, the parts of a mixed workload).
+	tags := map[string]bool{}
+	var tagOrder []string
+	for i := range r.Results {
+		for _, t := range r.Results[i].Tags {
+			if !tags[t.Tag] {
+				tags[t.Tag] = true
+				tagOrder = append(tagOrder, t.Tag)
+			}
+		}
+	}
+	if len(tagOrder) > 1 || len(tagOrder) == 1 && r.Results[0].Tags[0].Flows < r.Results[0].Flows {
+		for _, tag := range tagOrder {
+			add(tag+" FCT p99", func(x *Result) string {
+				for _, t := range x.Tags {
+					if t.Tag == tag {
+						if t.FlowsCompleted < t.Flows {
+							return Count(t.FlowsCompleted) + "/" + Count(t.Flows) + " done"
+						}
+						return Duration(t.FCT.P99)
+					}
+				}
+				return "—"
+			})
+		}
+	}
+	add("simulated / wall time", func(x *Result) string {
+		return fmt.Sprintf("%s / %.1f s", Duration(x.SimTimeNs), x.WallS)
+	})
+
+	width := 0
+	for _, rw := range rows {
+		width = max(width, utf8.RuneCountInString(rw.label))
+	}
+	cols := make([]int, len(r.Results))
+	for i := range r.Results {
+		cols[i] = utf8.RuneCountInString(r.Results[i].Transport)
+		for _, rw := range rows {
+			cols[i] = max(cols[i], utf8.RuneCountInString(rw.cells[i]))
+		}
+	}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0)) }
+	head := pad("", width)
+	for i := range r.Results {
+		head += "  " + pad(r.Results[i].Transport, cols[i])
+	}
+	b.WriteString(strings.TrimRight(head, " ") + "\n")
+	for _, rw := range rows {
+		line := pad(rw.label, width)
+		for i, c := range rw.cells {
+			line += "  " + pad(c, cols[i])
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	if anyStar {
+		b.WriteString("* over the flows that completed\n")
+	}
+	if r.Interrupted {
+		fmt.Fprintf(&b, "\nINTERRUPTED: partial results (%d of the transports ran, the last one cut short).\n", len(r.Results))
+	}
+	if s := r.verdict(); s != "" {
+		b.WriteString("\n" + s)
+	}
+	if r.Notes != "" {
+		b.WriteString("\n" + strings.TrimRight(r.Notes, "\n") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// verdict compares the first transport with the others, in facts.
+func (r *Report) verdict() string {
+	if len(r.Results) < 2 || r.Interrupted {
+		return ""
+	}
+	a := &r.Results[0]
+	if a.FlowsCompleted < a.Flows {
+		return ""
+	}
+	var parts []string
+	for i := 1; i < len(r.Results); i++ {
+		x := &r.Results[i]
+		switch {
+		case x.FlowsCompleted < x.Flows:
+			s := fmt.Sprintf("%s did not finish (%s of %s flows done", x.Transport, Count(x.FlowsCompleted), Count(x.Flows))
+			if x.FlowsFailed > 0 {
+				s += fmt.Sprintf(", %s failed when their QPs gave up", Count(x.FlowsFailed))
+			}
+			parts = append(parts, s+")")
+		case x.CompletionNs > 0 && a.CompletionNs > 0:
+			ratio := float64(x.CompletionNs) / float64(a.CompletionNs)
+			if ratio >= 1 {
+				parts = append(parts, fmt.Sprintf("%s× as fast as %s", sig3(ratio), x.Transport))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s× as slow as %s", sig3(1/ratio), x.Transport))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s finished in %s: %s.\n", a.Transport, Duration(a.CompletionNs), strings.Join(parts, "; "))
+}
+
+// percent formats a fraction as a percentage with two significant
+// digits below 10%: "73%", "4.2%", "0.09%".
+func percent(f float64) string {
+	switch v := 100 * f; {
+	case v >= 10:
+		return fmt.Sprintf("%.0f%%", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f%%", v)
+	}
+	return fmt.Sprintf("%.2g%%", 100*f)
+}

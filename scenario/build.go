@@ -1,0 +1,734 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/sim"
+	"github.com/openmrc/mrc/sim/htsim"
+	"github.com/openmrc/mrc/sim/topo"
+	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/vswitch"
+)
+
+// DefaultTransports are run when a scenario names none: MRC, and RoCEv2
+// as deployed (lossless, with PFC) over an ECMP fabric.
+var DefaultTransports = []string{"mrc", "roce-pfc"}
+
+// Plan is a scenario made ready to run: the fabric and the workload,
+// built once, and the simulator configuration of each transport's run.
+type Plan struct {
+	Scenario *Scenario
+	Seed     uint64
+	Topology *topo.Topology
+	Workload *workload.Workload
+	// Runs holds one configuration per transport, in order.
+	Runs []sim.Config
+	// Fabric, Traffic and Failures describe the run in words, for the
+	// report's header.
+	Fabric, Traffic string
+	Failures        []string
+}
+
+// Overrides are command-line changes to a scenario, applied by Build.
+type Overrides struct {
+	Seed       *uint64
+	Transports []string // names: the scenario's own, or built-ins
+	Duration   time.Duration
+	Workers    int
+}
+
+// Build checks the scenario and builds its fabric, workload and runs.
+// Every problem is an *Error naming the key (and line) at fault.
+func (s *Scenario) Build(o Overrides) (*Plan, error) {
+	p := &Plan{Scenario: s, Seed: 1}
+	if s.Seed != nil {
+		p.Seed = *s.Seed
+	}
+	if o.Seed != nil {
+		p.Seed = *o.Seed
+	}
+	if len(s.Workload) == 0 {
+		return nil, s.errorf("workload", "required: what the hosts send (kind: permutation, all_to_all, incast, ring_allreduce, flows or htsim)")
+	}
+	// An htsim connection matrix sizes a fabric left unsized.
+	parts := make([]*workload.Workload, len(s.Workload))
+	nodes := 0
+	for i, part := range s.Workload {
+		if part.Kind == "htsim" {
+			wl, n, err := s.readCM(i, part)
+			if err != nil {
+				return nil, err
+			}
+			parts[i], nodes = wl, max(nodes, n)
+		}
+	}
+	tp, err := s.buildTopology(nodes)
+	if err != nil {
+		return nil, err
+	}
+	p.Topology = tp
+	p.Fabric = describeFabric(s, tp)
+	for i := range s.Workload {
+		if parts[i] == nil {
+			if parts[i], err = s.buildPart(i, tp.Hosts, p.Seed); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.Workload, err = s.mergeParts(parts, tp.Hosts); err != nil {
+		return nil, err
+	}
+	p.Traffic = describeWorkload(s, p.Workload)
+
+	failures, err := s.buildFailures(tp)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range s.Failures {
+		p.Failures = append(p.Failures, describeFailure(f))
+	}
+	transports, err := s.buildTransports(o.Transports)
+	if err != nil {
+		return nil, err
+	}
+	base, err := s.simConfig()
+	if err != nil {
+		return nil, err
+	}
+	base.Name, base.Topology, base.Workload, base.Seed, base.Failures = s.Name, tp, p.Workload, p.Seed, failures
+	if o.Duration > 0 {
+		base.StopAt = o.Duration
+	}
+	if o.Workers > 0 {
+		base.Workers = o.Workers
+	}
+	for _, t := range transports {
+		c := base
+		c.Transport = t
+		p.Runs = append(p.Runs, c)
+	}
+	return p, nil
+}
+
+func (s *Scenario) buildTopology(nodes int) (*topo.Topology, error) {
+	t := &s.Topology
+	kind := t.Kind
+	if kind == "" {
+		kind = "clos2"
+		if t.File != "" {
+			kind = "htsim"
+		}
+	}
+	planes := max(t.Planes, 1)
+	if t.Planes < 0 {
+		return nil, s.errorf("topology.planes", "%d: want 1 or more", t.Planes)
+	}
+	if planes > mrc.MaxPlanes {
+		return nil, s.errorf("topology.planes", "%d: a NIC has at most %d ports", planes, mrc.MaxPlanes)
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{{"hosts", t.Hosts}, {"t0_down", t.T0Down}, {"t0_up", t.T0Up}, {"radix", t.Radix}, {"pod_size", t.PodSize}, {"t1_up", t.T1Up}} {
+		if c.v < 0 {
+			return nil, s.errorf("topology."+c.key, "%d: want a positive number", c.v)
+		}
+	}
+	notWith := func(key string, set bool) error {
+		if set {
+			return s.errorf("topology."+key, "not used with kind %s", kind)
+		}
+		return nil
+	}
+	var tp *topo.Topology
+	var err error
+	switch kind {
+	case "clos2", "clos3":
+		if err := notWith("file", t.File != ""); err != nil {
+			return nil, err
+		}
+		hosts := t.Hosts
+		if hosts == 0 {
+			hosts = nodes
+		}
+		if hosts == 0 {
+			return nil, s.errorf("topology.hosts", "required: the number of hosts (GPUs, one NIC each)")
+		}
+		if kind == "clos2" {
+			for _, k := range []struct {
+				key string
+				set bool
+			}{{"pod_size", t.PodSize != 0}, {"t1_up", t.T1Up != 0}} {
+				if err := notWith(k.key, k.set); err != nil {
+					return nil, err
+				}
+			}
+			if t.T0Down == 0 && t.T0Up == 0 && t.Radix == 0 {
+				return nil, s.errorf("topology", "say how big the switches are: t0_down and t0_up (host ports and uplinks per T0), or radix")
+			}
+			tp, err = topo.Clos2(topo.Clos2Config{Hosts: hosts, Planes: planes, T0Down: t.T0Down, T0Up: t.T0Up, Radix: t.Radix,
+				HostRate: int64(t.HostRate), FabricRate: int64(t.FabricRate),
+				HostDelay: t.HostDelay.D(), FabricDelay: t.FabricDelay.D(), SwitchLatency: t.SwitchLatency.D()})
+		} else {
+			if planes != 1 {
+				return nil, s.errorf("topology.planes", "a clos3 fabric has one plane")
+			}
+			tp, err = topo.Clos3(topo.Clos3Config{Hosts: hosts, T0Down: t.T0Down, T0Up: t.T0Up, PodSize: t.PodSize, T1Up: t.T1Up,
+				Radix: t.Radix, HostRate: int64(t.HostRate), FabricRate: int64(t.FabricRate),
+				HostDelay: t.HostDelay.D(), FabricDelay: t.FabricDelay.D(), SwitchLatency: t.SwitchLatency.D()})
+		}
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "topo: ")
+			msg = strings.TrimPrefix(strings.TrimPrefix(msg, "topology: "), kind+": ")
+			return nil, s.errorf("topology", "%s", msg)
+		}
+	case "htsim":
+		if t.File == "" {
+			return nil, s.errorf("topology.file", "required with kind htsim: an htsim .topo file")
+		}
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"hosts", t.Hosts != 0}, {"t0_down", t.T0Down != 0}, {"t0_up", t.T0Up != 0}, {"radix", t.Radix != 0},
+			{"pod_size", t.PodSize != 0}, {"t1_up", t.T1Up != 0}, {"host_rate", t.HostRate != 0}, {"fabric_rate", t.FabricRate != 0},
+			{"host_delay", t.HostDelay != 0}, {"fabric_delay", t.FabricDelay != 0}, {"switch_latency", t.SwitchLatency != 0}} {
+			if k.set {
+				return nil, s.errorf("topology."+k.key, "not used with kind htsim: the .topo file sets it")
+			}
+		}
+		f, name, err := s.open(t.File)
+		if err != nil {
+			return nil, s.errorf("topology.file", "%s", openError(err))
+		}
+		defer f.Close()
+		tf, err := htsim.ReadTopo(name, f)
+		if err != nil {
+			return nil, htsimError(err)
+		}
+		if tp, err = tf.Build(planes); err != nil {
+			return nil, htsimError(err)
+		}
+	default:
+		return nil, s.errorf("topology.kind", "unknown kind %q (want clos2, clos3 or htsim)", t.Kind)
+	}
+	return tp, nil
+}
+
+// htsimError turns an htsim parse error into an Error.
+func htsimError(err error) error {
+	var he *htsim.Error
+	if errors.As(err, &he) {
+		return &Error{File: he.File, Line: he.Line, Msg: he.Msg}
+	}
+	return err
+}
+
+func openError(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "open ") {
+		msg = msg[5:i] + ": " + msg[i+2:]
+	}
+	return msg
+}
+
+func (s *Scenario) readCM(i int, part WorkloadPart) (*workload.Workload, int, error) {
+	key := fmt.Sprintf("workload[%d]", i)
+	if part.File == "" {
+		return nil, 0, s.errorf(key+".file", "required with kind htsim: an htsim .cm connection matrix")
+	}
+	f, name, err := s.open(part.File)
+	if err != nil {
+		return nil, 0, s.errorf(key+".file", "%s", openError(err))
+	}
+	defer f.Close()
+	wl, n, err := htsim.ReadCM(name, f.(io.Reader))
+	if err != nil {
+		return nil, 0, htsimError(err)
+	}
+	return wl, n, nil
+}
+
+// buildPart generates workload part i for a fabric of hosts hosts.
+func (s *Scenario) buildPart(i, hosts int, seed uint64) (*workload.Workload, error) {
+	part := s.Workload[i]
+	key := fmt.Sprintf("workload[%d]", i)
+	if len(s.Workload) == 1 {
+		key = "workload"
+	}
+	n := part.Hosts
+	if n == 0 {
+		n = hosts - part.Offset
+	}
+	switch {
+	case part.Hosts < 0:
+		return nil, s.errorf(key+".hosts", "%d: want a positive number", part.Hosts)
+	case part.Offset < 0:
+		return nil, s.errorf(key+".offset", "%d: want 0 or more", part.Offset)
+	case part.Offset+n > hosts:
+		return nil, s.errorf(key+".hosts", "hosts %d..%d, but the fabric has %d", part.Offset, part.Offset+n-1, hosts)
+	}
+	needSize := func() error {
+		if part.Size == 0 {
+			return s.errorf(key+".size", "required: the bytes of each flow, like 1MiB")
+		}
+		return nil
+	}
+	unused := func(k string, set bool) error {
+		if set {
+			return s.errorf(key+"."+k, "not used with kind %s", part.Kind)
+		}
+		return nil
+	}
+	for _, u := range []struct {
+		k     string
+		set   bool
+		kinds []string
+	}{
+		{"senders", part.Senders != 0, []string{"incast"}},
+		{"victim", part.Victim != nil, []string{"incast"}},
+		{"parallel", part.Parallel != nil, []string{"all_to_all"}},
+		{"chunks", part.Chunks != 0, []string{"ring_allreduce"}},
+		{"file", part.File != "", []string{"htsim"}},
+		{"flows", part.Flows != nil, []string{"flows"}},
+		{"size", part.Size != 0, []string{"permutation", "all_to_all", "incast", "ring_allreduce"}},
+	} {
+		if !slices.Contains(u.kinds, part.Kind) {
+			if err := unused(u.k, u.set); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var wl *workload.Workload
+	var err error
+	switch part.Kind {
+	case "permutation":
+		if err := needSize(); err != nil {
+			return nil, err
+		}
+		wl, err = workload.Permutation(n, uint64(part.Size), seed+uint64(i))
+	case "all_to_all":
+		if err := needSize(); err != nil {
+			return nil, err
+		}
+		par := part.Parallel == nil || *part.Parallel
+		wl, err = workload.AllToAll(n, uint64(part.Size), par)
+	case "incast":
+		if err := needSize(); err != nil {
+			return nil, err
+		}
+		senders := part.Senders
+		if senders == 0 {
+			senders = n - 1
+		}
+		if senders < 1 || senders >= n {
+			return nil, s.errorf(key+".senders", "%d: want 1..%d (hosts 1..senders send to host 0 of the part)", senders, n-1)
+		}
+		vs, vd := -1, -1
+		if v := part.Victim; v != nil {
+			vs, vd = v.Src, v.Dst
+			if vs < 0 || vd < 0 || vs >= n || vd >= n || vs == vd {
+				return nil, s.errorf(key+".victim", "src %d, dst %d: want two different hosts of 0..%d", vs, vd, n-1)
+			}
+		}
+		wl, err = workload.Incast(senders, uint64(part.Size), vs, vd)
+	case "ring_allreduce":
+		if err := needSize(); err != nil {
+			return nil, err
+		}
+		chunks := part.Chunks
+		if chunks == 0 {
+			chunks = 4
+		}
+		if chunks < 0 {
+			return nil, s.errorf(key+".chunks", "%d: want a positive number", chunks)
+		}
+		wl, err = workload.RingAllReduce(n, uint64(part.Size), chunks)
+	case "flows":
+		wl, err = s.flowsPart(key, part, n)
+	case "htsim":
+		return nil, s.errorf(key+".kind", "internal: htsim part not read")
+	case "":
+		return nil, s.errorf(key+".kind", "required: permutation, all_to_all, incast, ring_allreduce, flows or htsim")
+	default:
+		return nil, s.errorf(key+".kind", "unknown kind %q (want permutation, all_to_all, incast, ring_allreduce, flows or htsim)", part.Kind)
+	}
+	if err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, s.errorf(key, "%s", strings.TrimPrefix(err.Error(), "workload: "))
+	}
+	if part.Offset > 0 {
+		for j := range wl.Flows {
+			wl.Flows[j].Src += part.Offset
+			wl.Flows[j].Dst += part.Offset
+		}
+	}
+	return wl, nil
+}
+
+func (s *Scenario) flowsPart(key string, part WorkloadPart, n int) (*workload.Workload, error) {
+	if len(part.Flows) == 0 {
+		return nil, s.errorf(key+".flows", "required with kind flows: a list of {src, dst, size}")
+	}
+	wl := &workload.Workload{Name: "flows"}
+	ids := map[int]int{}
+	for j, f := range part.Flows {
+		fk := fmt.Sprintf("%s.flows[%d]", key, j)
+		id := f.ID
+		if id == 0 {
+			id = j + 1
+		}
+		if _, dup := ids[id]; dup || id < 0 {
+			return nil, s.errorf(fk+".id", "%d: flow IDs must be positive and distinct", id)
+		}
+		ids[id] = j
+		switch {
+		case f.Src < 0 || f.Src >= n || f.Dst < 0 || f.Dst >= n:
+			return nil, s.errorf(fk, "src %d, dst %d: want hosts 0..%d", f.Src, f.Dst, n-1)
+		case f.Src == f.Dst:
+			return nil, s.errorf(fk, "src and dst are both host %d", f.Src)
+		case f.Size == 0:
+			return nil, s.errorf(fk+".size", "required: the flow's bytes")
+		case f.After != 0 && f.Start != 0:
+			return nil, s.errorf(fk, "give start or after, not both")
+		}
+		wl.Flows = append(wl.Flows, workload.Flow{ID: id, Src: f.Src, Dst: f.Dst, Size: uint64(f.Size), Start: int64(f.Start) * 1000, Tag: f.Tag})
+	}
+	// "after: X": flow X fires a oneshot trigger when its bytes are all
+	// acknowledged; the flows after it wait for that trigger.
+	trig := map[int]int{}
+	for j, f := range part.Flows {
+		if f.After == 0 {
+			continue
+		}
+		k, ok := ids[f.After]
+		if !ok {
+			return nil, s.errorf(fmt.Sprintf("%s.flows[%d].after", key, j), "no flow has ID %d", f.After)
+		}
+		if k == j {
+			return nil, s.errorf(fmt.Sprintf("%s.flows[%d].after", key, j), "a flow cannot wait for itself")
+		}
+		tid, ok := trig[k]
+		if !ok {
+			tid = len(trig) + 1
+			trig[k] = tid
+			wl.Triggers = append(wl.Triggers, workload.Trigger{ID: tid, Kind: workload.Oneshot})
+			wl.Flows[k].SendDoneTrigger = tid
+		}
+		wl.Flows[j].Trigger = tid
+	}
+	return wl, nil
+}
+
+// mergeParts applies each part's start and tag and joins the parts:
+// with several, flows are renumbered 1..N in order and triggers kept
+// apart.
+func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.Workload, error) {
+	out := &workload.Workload{}
+	var names []string
+	for i, wl := range parts {
+		part := s.Workload[i]
+		name := wl.Name
+		if part.Tag != "" {
+			name = part.Tag
+		}
+		names = append(names, name)
+		base := 0
+		for _, t := range out.Triggers {
+			base = max(base, t.ID)
+		}
+		for _, t := range wl.Triggers {
+			t.ID += base
+			out.Triggers = append(out.Triggers, t)
+		}
+		shift := func(id int) int {
+			if id == 0 {
+				return 0
+			}
+			return id + base
+		}
+		for _, f := range wl.Flows {
+			if f.Trigger == 0 {
+				f.Start += int64(part.Start) * 1000
+			}
+			f.Trigger, f.SendDoneTrigger, f.RecvDoneTrigger = shift(f.Trigger), shift(f.SendDoneTrigger), shift(f.RecvDoneTrigger)
+			if f.Tag == "" {
+				f.Tag = part.Tag
+			}
+			if len(parts) > 1 {
+				if f.Tag == "" {
+					f.Tag = part.Kind
+				}
+				f.ID = len(out.Flows) + 1
+			}
+			out.Flows = append(out.Flows, f)
+		}
+	}
+	out.Name = strings.Join(names, " + ")
+	if err := out.Validate(hosts); err != nil {
+		return nil, s.errorf("workload", "%s", strings.TrimPrefix(err.Error(), "workload: "))
+	}
+	if len(out.Flows) == 0 {
+		return nil, s.errorf("workload", "no flows")
+	}
+	return out, nil
+}
+
+var failureKinds = []sim.FailureKind{sim.LinkDown, sim.LinkFlap, sim.LossyLink, sim.SwitchDown, sim.SwitchBlackhole, sim.NICPortDown}
+
+var randomSelectors = []string{"random:t0-t1", "random:t1-t2", "random:host-link", "random:t0", "random:t1", "random:t2"}
+
+func (s *Scenario) buildFailures(tp *topo.Topology) ([]sim.Failure, error) {
+	var out []sim.Failure
+	for i, f := range s.Failures {
+		key := fmt.Sprintf("failures[%d]", i)
+		kind := sim.FailureKind(f.Kind)
+		if !slices.Contains(failureKinds, kind) {
+			var names []string
+			for _, k := range failureKinds {
+				names = append(names, string(k))
+			}
+			if f.Kind == "" {
+				return nil, s.errorf(key+".kind", "required: one of %s", strings.Join(names, ", "))
+			}
+			return nil, s.errorf(key+".kind", "unknown kind %q (want %s)", f.Kind, strings.Join(names, ", "))
+		}
+		switch {
+		case f.Element == "":
+			return nil, s.errorf(key+".element", "required: a link (t0-p0-1/t1-p0-2), switch (t1-p0-2), host port (h3/p1) or %s", strings.Join(randomSelectors, ", "))
+		case strings.HasPrefix(f.Element, "random:"):
+			if !slices.Contains(randomSelectors, f.Element) {
+				return nil, s.errorf(key+".element", "unknown selector %q (want %s)", f.Element, strings.Join(randomSelectors, ", "))
+			}
+		default:
+			if _, err := tp.Find(f.Element); err != nil {
+				return nil, s.errorf(key+".element", "%s", strings.TrimPrefix(err.Error(), "topo: "))
+			}
+			if f.Count > 1 {
+				return nil, s.errorf(key+".count", "%d: a count needs a random: element", f.Count)
+			}
+		}
+		switch {
+		case f.Count < 0:
+			return nil, s.errorf(key+".count", "%d: want 1 or more", f.Count)
+		case f.Until != 0 && f.Until <= f.At:
+			return nil, s.errorf(key+".until", "%v is not after at (%v)", f.Until.D(), f.At.D())
+		case kind == sim.LinkFlap && (f.Until == 0 || f.FlapRate <= 0):
+			return nil, s.errorf(key, "a link_flap needs until and a positive flap_rate (flaps per second)")
+		case kind == sim.LossyLink && (f.Loss <= 0 || f.Loss > 1):
+			return nil, s.errorf(key+".loss", "%v: a lossy_link needs loss, a probability in (0, 1]", f.Loss)
+		case kind != sim.LossyLink && f.Loss != 0:
+			return nil, s.errorf(key+".loss", "only for kind lossy_link")
+		case kind != sim.LinkFlap && (f.FlapRate != 0 || f.DownFor != 0):
+			return nil, s.errorf(key, "flap_rate and down_for are only for kind link_flap")
+		case f.FlapRate < 0:
+			return nil, s.errorf(key+".flap_rate", "%v: want a positive rate", f.FlapRate)
+		}
+		out = append(out, sim.Failure{Kind: kind, Element: f.Element, Count: f.Count, At: f.At.D(), Until: f.Until.D(),
+			Loss: f.Loss, FlapRate: f.FlapRate, DownFor: f.DownFor.D()})
+	}
+	return out, nil
+}
+
+// builtinNames lists the built-in transports.
+func builtinNames() []string {
+	var names []string
+	for _, t := range sim.Transports() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// buildTransports resolves the scenario's transports, or the names
+// given on the command line.
+func (s *Scenario) buildTransports(names []string) ([]sim.Transport, error) {
+	specs := s.Transports
+	defined := map[string]int{}
+	for i, t := range specs {
+		name := t.Name
+		if name == "" {
+			name = t.Base
+		}
+		if _, dup := defined[name]; dup {
+			return nil, s.errorf(fmt.Sprintf("transports[%d]", i), "two transports are called %q (give each a name)", name)
+		}
+		defined[name] = i
+	}
+	var out []sim.Transport
+	if names != nil {
+		for _, n := range names {
+			if i, ok := defined[n]; ok {
+				t, err := s.transport(i, specs[i])
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, t)
+				continue
+			}
+			t, err := sim.LookupTransport(n)
+			if err != nil {
+				return nil, &Error{Msg: fmt.Sprintf("--transports: unknown transport %q (built-in: %s)", n, strings.Join(builtinNames(), ", "))}
+			}
+			out = append(out, t)
+		}
+		return out, nil
+	}
+	if len(specs) == 0 {
+		for _, n := range DefaultTransports {
+			t, err := sim.LookupTransport(n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+		return out, nil
+	}
+	for i, spec := range specs {
+		t, err := s.transport(i, spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
+	key := fmt.Sprintf("transports[%d]", i)
+	base := spec.Base
+	if base == "" {
+		base = spec.Name
+	}
+	if base == "" {
+		return sim.Transport{}, s.errorf(key, "give a name (a built-in: %s) or a base", strings.Join(builtinNames(), ", "))
+	}
+	t, err := sim.LookupTransport(base)
+	if err != nil {
+		k := key + ".base"
+		if spec.Base == "" {
+			k = key
+		}
+		return sim.Transport{}, s.errorf(k, "unknown transport %q (built-in: %s)", base, strings.Join(builtinNames(), ", "))
+	}
+	if spec.Name != "" {
+		t.Name = spec.Name
+	}
+	if spec.EV != nil {
+		if t.EV == nil {
+			return sim.Transport{}, s.errorf(key+".ev", "%s does not run the MRC core: it has no EVs", base)
+		}
+		ev := *t.EV
+		e := spec.EV
+		set := func(dst *int, v int) {
+			if v != 0 {
+				*dst = v
+			}
+		}
+		set(&ev.ActivePerPlane, e.ActivePerPlane)
+		set(&ev.BackupPerPlane, e.BackupPerPlane)
+		set(&ev.PathsPerPlane, e.PathsPerPlane)
+		set(&ev.MinActive, e.MinActive)
+		set(&ev.ProbeSuccesses, e.ProbeSuccesses)
+		if e.Skip != 0 {
+			ev.Skip = e.Skip.D()
+		}
+		if e.ProbeInterval != 0 {
+			ev.ProbeInterval = e.ProbeInterval.D()
+		}
+		if e.ProbeIntervalMax != 0 {
+			ev.ProbeIntervalMax = e.ProbeIntervalMax.D()
+		}
+		if e.Oblivious != nil {
+			ev.Oblivious = *e.Oblivious
+		}
+		for _, c := range []struct {
+			k string
+			v int
+		}{{"active_per_plane", e.ActivePerPlane}, {"paths_per_plane", e.PathsPerPlane}, {"min_active", e.MinActive}, {"probe_successes", e.ProbeSuccesses}} {
+			if c.v < 0 {
+				return sim.Transport{}, s.errorf(key+".ev."+c.k, "%d: want a positive number", c.v)
+			}
+		}
+		nt := sim.MRCProfile(t.Name, ev, t.Fabric)
+		nt.Trim, nt.Lossless, nt.ECNLastHop = t.Trim, t.Lossless, t.ECNLastHop
+		t = nt
+	}
+	switch spec.Fabric {
+	case "":
+	case "srv6":
+		if t.EV == nil {
+			return sim.Transport{}, s.errorf(key+".fabric", "srv6 needs a transport that runs the MRC core (it encapsulates uSID paths); %s routes plain IPv6", base)
+		}
+		t.Fabric = vswitch.ModeSRv6
+	case "ecmp":
+		t.Fabric = vswitch.ModeECMP
+	default:
+		return sim.Transport{}, s.errorf(key+".fabric", "unknown fabric %q (want srv6 or ecmp)", spec.Fabric)
+	}
+	if spec.Trim != nil {
+		t.Trim = *spec.Trim
+	}
+	if spec.Lossless != nil {
+		t.Lossless = *spec.Lossless
+	}
+	if spec.ECNLastHop != nil {
+		t.ECNLastHop = *spec.ECNLastHop
+	}
+	return t, nil
+}
+
+func (s *Scenario) simConfig() (sim.Config, error) {
+	o := &s.Sim
+	c := sim.Config{MTU: o.MTU, Reconvergence: o.Reconvergence.D(), SampleEvery: o.SampleEvery.D(), SeriesFlows: o.SeriesFlows,
+		Workers: o.Workers, HostGroups: o.HostGroups, SwitchGroups: o.SwitchGroups, StopAt: s.Duration.D()}
+	if o.EthernetOverhead != nil {
+		c.EthernetOverhead = *o.EthernetOverhead
+		if c.EthernetOverhead == 0 {
+			c.EthernetOverhead = -1 // sim: negative means none
+		}
+		if *o.EthernetOverhead < 0 {
+			return c, s.errorf("sim.ethernet_overhead", "%d: want 0 or more bytes", *o.EthernetOverhead)
+		}
+	}
+	switch {
+	case o.MTU != 0 && (o.MTU < 256 || o.MTU > 9000):
+		return c, s.errorf("sim.mtu", "%d: want 256..9000", o.MTU)
+	case o.Workers < 0:
+		return c, s.errorf("sim.workers", "%d: want 1 or more", o.Workers)
+	case o.HostGroups < 0:
+		return c, s.errorf("sim.host_groups", "%d: want 1 or more", o.HostGroups)
+	case o.SwitchGroups < 0:
+		return c, s.errorf("sim.switch_groups", "%d: want 1 or more", o.SwitchGroups)
+	}
+	q := &s.Queues
+	big := func(key string, v Size) (int, error) {
+		if v > 1<<40 {
+			return 0, s.errorf("queues."+key, "%d bytes is more than any switch has", v)
+		}
+		return int(v), nil
+	}
+	var err error
+	for _, f := range []struct {
+		key string
+		v   Size
+		dst *int
+	}{{"buffer", q.Buffer, &c.Queue.Buffer}, {"header_buffer", q.HeaderBuffer, &c.Queue.HeaderBuffer}, {"trim_at", q.TrimAt, &c.Queue.TrimAt},
+		{"last_hop_trim_at", q.LastHopTrimAt, &c.Queue.LastHopTrimAt}, {"ecn_min", q.ECNMin, &c.Queue.ECNMin}, {"ecn_max", q.ECNMax, &c.Queue.ECNMax},
+		{"pfc_xoff", q.PFCXoff, &c.Queue.PFCXoff}, {"pfc_xon", q.PFCXon, &c.Queue.PFCXon}} {
+		if *f.dst, err = big(f.key, f.v); err != nil {
+			return c, err
+		}
+	}
+	if q.ECNMax != 0 && q.ECNMin > q.ECNMax {
+		return c, s.errorf("queues.ecn_min", "%d is above ecn_max %d", q.ECNMin, q.ECNMax)
+	}
+	return c, nil
+}

@@ -132,3 +132,29 @@ type Bind interface {
 	// the one peers send to. Valid after Open.
 	LocalAddr(plane int) netip.AddrPort
 }
+
+// A PollBind is a Bind that can also read its sockets without blocking.
+// The Driver uses it before it fires a due timer: a process that was
+// descheduled wakes up with its timers overdue and its sockets full, and
+// the SACKs waiting there must reach the endpoint before its loss timers
+// declare the packets they acknowledge lost.
+type PollBind interface {
+	Bind
+	// PollFuncs returns, after Open, one function per ReceiveFunc (in the
+	// same order) that receives like it but never blocks: it returns
+	// n == 0 and a nil error at once when nothing is waiting. A poll
+	// function may run concurrently with its socket's ReceiveFunc, not
+	// with itself.
+	PollFuncs() []ReceiveFunc
+}
+
+// A NativeFramer is a Bind that puts the core's datagrams on the wire as
+// they are, each one a whole IPv6 packet (NativeBind), rather than inside
+// a UDP datagram between two sockets. The Driver then sends each packet
+// to its outermost destination (Burst.To holds it, port 0) and expects
+// received Datagrams to hold whole core datagrams, IPv6 header first, as
+// before.
+type NativeFramer interface {
+	Bind
+	NativeFraming() bool
+}

@@ -35,9 +35,19 @@ type Options struct {
 	// endpoint does and drops it by returning false (tests inject loss
 	// with it). It runs in the driver goroutine.
 	RxFilter func(plane int, pkt []byte) bool
+	// RxTap, when set, sees every received datagram the endpoint is
+	// handed (after RxFilter, with a CE mark already copied in), in the
+	// driver goroutine; pkt is valid during the call only. wireLen is the
+	// length the endpoint is told (larger than len(pkt) for phantom
+	// payloads).
+	RxTap func(plane int, pkt []byte, wireLen int)
 	// RxBatches is the number of receive batches per plane that may
 	// wait for the driver (default 4).
 	RxBatches int
+	// NoPoll turns off the non-blocking read of the sockets before a due
+	// timer fires (PollBind), for measuring what it prevents: loss
+	// timers that fire while the acknowledgements wait in a socket.
+	NoPoll bool
 }
 
 // DriverStats counts what a Driver did. Per-plane slices are indexed by
@@ -51,6 +61,7 @@ type DriverStats struct {
 	RxUnknownPeer      uint64   // received from a source address no peer has
 	RxSpoofed          uint64   // a peer's address, but not from that peer's socket
 	RxFiltered         uint64   // dropped by Options.RxFilter
+	RxPolled           uint64   // datagrams read without blocking before a due timer fired
 	RecvErrors         uint64   // receive calls that failed (not counting Close)
 }
 
@@ -81,7 +92,9 @@ type Driver struct {
 	encap  mrc.Encap
 	epoch  time.Time
 	planes int
-	pool   int // sockets per plane
+	pool   int           // sockets per plane
+	native bool          // the Bind carries core datagrams as they are (NativeFramer)
+	polls  []ReceiveFunc // non-blocking receives (PollBind), or nil
 
 	calls   chan call
 	rx      chan *rxBatch
@@ -170,6 +183,14 @@ func New(bind Bind, cfg mrc.Config, opt Options) (*Driver, error) {
 		}
 		d.free <- b
 	}
+	if nf, ok := bind.(NativeFramer); ok {
+		d.native = nf.NativeFraming()
+	}
+	if pb, ok := bind.(PollBind); ok && !opt.NoPoll {
+		if polls := pb.PollFuncs(); len(polls) == len(fns) {
+			d.polls = polls
+		}
+	}
 	d.wg.Add(1 + len(fns))
 	for _, fn := range fns {
 		go d.RoutineReceive(fn)
@@ -181,6 +202,10 @@ func New(bind Bind, cfg mrc.Config, opt Options) (*Driver, error) {
 // Now returns the driver's clock: the monotonic time since the driver
 // started, as the endpoint sees it.
 func (d *Driver) Now() mtime.Time { return mtime.Time(time.Since(d.epoch)) }
+
+// Epoch returns the wall-clock time at which the driver's clock read 0:
+// the endpoint's time t is Epoch().Add(time.Duration(t)).
+func (d *Driver) Epoch() time.Time { return d.epoch }
 
 // Done is closed when the driver has stopped.
 func (d *Driver) Done() <-chan struct{} { return d.done }
@@ -326,8 +351,14 @@ func (d *Driver) RoutineDriver() {
 		now := d.Now()
 		if d.ep.NextTimeout() <= now {
 			// Packets that arrived while the timer fell due go first: a
-			// SACK waiting in a batch is no loss.
-			if d.drainRx() {
+			// SACK waiting in a batch, or still in a socket because the
+			// receive goroutines have not run yet (the process was
+			// descheduled), is no loss.
+			some := d.drainRx()
+			if d.pollRx() {
+				some = true
+			}
+			if some {
 				now = d.Now()
 			}
 			if d.ep.NextTimeout() <= now {
@@ -377,6 +408,36 @@ func (d *Driver) drainRx() bool {
 	}
 }
 
+// maxPollRounds bounds the non-blocking reads of one socket before a due
+// timer fires, so a flood cannot hold the timers off for ever.
+const maxPollRounds = 4
+
+// pollRx reads, without blocking, what waits in the Bind's sockets and
+// hands it to the endpoint. It reports whether there was anything.
+func (d *Driver) pollRx() bool {
+	some := false
+	for _, fn := range d.polls {
+		for range maxPollRounds {
+			var b *rxBatch
+			select {
+			case b = <-d.free:
+			default:
+				return some // every batch is in use: the receive goroutines are reading
+			}
+			n, err := fn(b.bufs, b.dgs)
+			if err != nil || n == 0 {
+				d.free <- b
+				break
+			}
+			b.n = n
+			d.stats.RxPolled += uint64(n)
+			d.receive(b)
+			some = true
+		}
+	}
+	return some
+}
+
 // receive hands a batch to the endpoint and returns its buffers.
 func (d *Driver) receive(b *rxBatch) {
 	now := d.Now()
@@ -407,6 +468,9 @@ func (d *Driver) receive(b *rxBatch) {
 		// only); the core takes the declared length as the wire
 		// length and drops it unless the region is phantom too.
 		wireLen := max(len(pkt), wire.IPv6Len+int(binary.BigEndian.Uint16(pkt[4:6])))
+		if d.opt.RxTap != nil {
+			d.opt.RxTap(dg.Plane, pkt, wireLen)
+		}
 		d.ep.HandleDatagram(now, dg.Plane, pkt, wireLen)
 	}
 	b.n = 0
@@ -515,6 +579,12 @@ func (d *Driver) add(tx mrc.Transmit, pkt []byte) {
 	if !ok {
 		d.stats.NoRoute++
 		return
+	}
+	if d.native {
+		// The packet goes on the wire as it is: to its outermost
+		// destination (the uSID container in SRv6 modes), which the
+		// host's routes and the fabric take it along.
+		to = netip.AddrPortFrom(netip.AddrFrom16(*wire.OuterDst(pkt)), 0)
 	}
 	d.stats.TxPackets[tx.Port]++
 	d.stats.TxBytes[tx.Port] += uint64(len(pkt))

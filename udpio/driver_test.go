@@ -490,3 +490,53 @@ func TestSoakLoopbackWithDrops(t *testing.T) {
 		t.Error("1% drops but no retransmissions")
 	}
 }
+
+// pollless hides a Bind's PollFuncs: a Bind that can only block.
+type pollless struct{ udpio.Bind }
+
+// TestSACKsBeforeLossTimers is the starvation of a descheduled process,
+// made deterministic: the sender's receive goroutine is held (Hold) while
+// its loss timers fall due, with the receiver's SACKs waiting on the
+// link. A driver that reads its sockets without blocking before it fires
+// a timer sees the SACKs and declares nothing lost; one that cannot (the
+// "blocking-only" case, which documents the failure the poll prevents)
+// declares the packets lost and retires their EVs.
+func TestSACKsBeforeLossTimers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		poll bool
+	}{{"poll", true}, {"blocking-only", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			goroutineLeakCheck(t)
+			ba, bb := udpiotest.NewChannelBinds(udpiotest.Config{Planes: 2})
+			var bindA udpio.Bind = ba
+			if !tc.poll {
+				bindA = pollless{ba}
+			}
+			a := newSide(t, 0, bindA, 1<<20, udpio.Options{})
+			b := newSide(t, 1, bb, 1<<20, udpio.Options{})
+			connect(t, a, b, bindA, bb, mrc.RTSAttr{})
+			transfer(t, a, b, 256<<10, 30*time.Second) // warm up
+			before := a.qpStats()
+			// The loss timer is 20 ms: hold the sender's receive side
+			// for 150 ms from the first post.
+			ba.Hold()
+			release := time.AfterFunc(150*time.Millisecond, ba.Release)
+			defer release.Stop()
+			for i := range a.buf {
+				a.buf[i] = byte(i * 13)
+			}
+			transfer(t, a, b, 256<<10, 30*time.Second)
+			after := a.qpStats()
+			lost, retired := after.LossTimeouts-before.LossTimeouts, after.EVRetired-before.EVRetired
+			polled := a.d.Stats().RxPolled
+			t.Logf("loss timeouts %d, EVs retired %d, datagrams polled %d", lost, retired, polled)
+			if tc.poll && (lost != 0 || retired != 0 || polled == 0) {
+				t.Errorf("with polling: %d loss timeouts and %d EVs retired while SACKs waited (%d polled), want none", lost, retired, polled)
+			}
+			if !tc.poll && lost == 0 {
+				t.Errorf("without polling no loss timer fired: the test no longer reproduces the starvation")
+			}
+		})
+	}
+}

@@ -67,13 +67,14 @@ type StdBind struct {
 	mu     sync.Mutex // guards state changes and serialises Send
 	state  int        // 0 new, 1 open, 2 closed
 	planes [][]*stdSocket
+	polls  []ReceiveFunc // non-blocking receive, per plane (Linux)
 	local  []netip.AddrPort
 	gso    atomic.Bool // UDP GSO usable
 	gro    bool
 	stats  bindCounters
 }
 
-var _ Bind = (*StdBind)(nil)
+var _ PollBind = (*StdBind)(nil)
 
 // NewStdBind returns a Bind for cfg; Open creates its sockets.
 func NewStdBind(cfg StdConfig) (*StdBind, error) {
@@ -161,9 +162,23 @@ func (b *StdBind) Open() ([]ReceiveFunc, error) {
 		}
 		b.local[p] = b.planes[p][0].local
 		fns = append(fns, b.receiveFunc(p, b.planes[p][0]))
+		if pf := b.pollFunc(p, b.planes[p][0]); pf != nil {
+			b.polls = append(b.polls, pf)
+		}
 	}
 	b.state = 1
 	return fns, nil
+}
+
+// PollFuncs returns the non-blocking twins of the ReceiveFuncs Open
+// returned (Linux), or nil where the platform has none.
+func (b *StdBind) PollFuncs() []ReceiveFunc {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.polls) != len(b.planes) {
+		return nil
+	}
+	return b.polls
 }
 
 // Close closes every socket.

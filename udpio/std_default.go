@@ -46,6 +46,9 @@ func (b *StdBind) receiveFunc(plane int, s *stdSocket) ReceiveFunc {
 	}
 }
 
+// pollFunc: no non-blocking receive here.
+func (b *StdBind) pollFunc(int, *stdSocket) ReceiveFunc { return nil }
+
 func (b *StdBind) sendSocket(s *stdSocket, bursts []Burst) error {
 	for i := range bursts {
 		for _, seg := range bursts[i].Segs {

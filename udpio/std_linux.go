@@ -106,21 +106,80 @@ type rxScratch struct {
 	ctrl  []byte
 }
 
-func (b *StdBind) receiveFunc(plane int, s *stdSocket) ReceiveFunc {
-	st := &rxScratch{
+func newRxScratch() *rxScratch {
+	return &rxScratch{
 		hdrs:  make([]unix.Mmsghdr, IdealBatchSize),
 		iovs:  make([]unix.Iovec, IdealBatchSize),
 		names: make([]unix.RawSockaddrInet6, IdealBatchSize),
 		ctrl:  make([]byte, IdealBatchSize*recvCtrlLen),
 	}
+}
+
+func (b *StdBind) receiveFunc(plane int, s *stdSocket) ReceiveFunc {
+	st := newRxScratch()
 	return func(bufs [][]byte, dgs []Datagram) (int, error) {
-		return b.receive(plane, s, st, bufs, dgs)
+		return b.receive(plane, s, st, bufs, dgs, false)
 	}
+}
+
+// pollFunc is receiveFunc's non-blocking twin, with its own scratch.
+func (b *StdBind) pollFunc(plane int, s *stdSocket) ReceiveFunc {
+	st := newRxScratch()
+	return func(bufs [][]byte, dgs []Datagram) (int, error) {
+		return b.receive(plane, s, st, bufs, dgs, true)
+	}
+}
+
+// recvmmsg reads up to n messages into st.hdrs: blocking in the runtime's
+// poller, or (poll) at once, returning 0 when nothing waits.
+func recvmmsg(rc syscall.RawConn, hdrs []unix.Mmsghdr, n int, poll bool) (int, error) {
+	var got int
+	var errno syscall.Errno
+	if poll {
+		err := rc.Control(func(fd uintptr) {
+			for {
+				r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
+				if e == unix.EINTR {
+					continue
+				}
+				if e == unix.EAGAIN {
+					e = 0
+					r = 0
+				}
+				got, errno = int(r), e
+				return
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		err := rc.Read(func(fd uintptr) bool {
+			for {
+				r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(n), 0, 0, 0)
+				switch e {
+				case unix.EINTR:
+					continue
+				case unix.EAGAIN:
+					return false
+				}
+				got, errno = int(r), e
+				return true
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if errno != 0 {
+		return 0, fmt.Errorf("udpio: recvmmsg: %w", errno)
+	}
+	return got, nil
 }
 
 var errSmallBatch = errors.New("udpio: receive batch too small: need a buffer and MaxSegments datagrams")
 
-func (b *StdBind) receive(plane int, s *stdSocket, st *rxScratch, bufs [][]byte, dgs []Datagram) (int, error) {
+func (b *StdBind) receive(plane int, s *stdSocket, st *rxScratch, bufs [][]byte, dgs []Datagram, poll bool) (int, error) {
 	n := min(len(bufs), IdealBatchSize, len(dgs)/MaxSegments)
 	if n == 0 {
 		return 0, errSmallBatch
@@ -142,26 +201,9 @@ func (b *StdBind) receive(plane int, s *stdSocket, st *rxScratch, bufs [][]byte,
 		h.Hdr.Flags = 0
 		h.Len = 0
 	}
-	var got int
-	var errno syscall.Errno
-	err := s.sys.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&st.hdrs[0])), uintptr(n), 0, 0, 0)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			got, errno = int(r), e
-			return true
-		}
-	})
-	if err != nil {
+	got, err := recvmmsg(s.sys.rc, st.hdrs, n, poll)
+	if err != nil || got == 0 {
 		return 0, err
-	}
-	if errno != 0 {
-		return 0, fmt.Errorf("udpio: recvmmsg: %w", errno)
 	}
 	b.stats.recvCalls.Add(1)
 	k := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/udpio"
 	"github.com/openmrc/mrc/udpio/perf"
 )
 
@@ -23,7 +26,7 @@ func init() {
 	commands["perf"] = command{summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf}
 }
 
-const perfUsage = `perf server --addr IP:PORT [--once]
+const perfUsage = `perf server --addr IP:PORT [--once] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
        mrc perf client --addr IP:PORT [--bytes N | --duration D] [--planes P] [--evs N] [--json FILE|-] [flags]`
 
 // runPerf dispatches to the server or the client (package udpio/perf).
@@ -113,11 +116,94 @@ func setupOrRun(err error) error {
 	return err
 }
 
+// framingFlags are the flags both sides take for native framing,
+// captures and metrics.
+type framingFlags struct {
+	native      *bool
+	ports       *string
+	paths       *string
+	pcap        *string
+	pcapFilter  *string
+	pcapSnaplen *int
+	metrics     *string
+}
+
+func addFramingFlags(fs *flagSet) *framingFlags {
+	return &framingFlags{
+		native:      fs.Bool("native", false, "native framing: send the core's packets as they are through raw IPv6 sockets (needs CAP_NET_RAW), receive them on UDP port 4791 of --ports"),
+		ports:       fs.String("ports", "", "native framing: this host's NIC port addresses, one per plane, comma-separated"),
+		paths:       fs.String("paths", "", "SRv6 path table FILE (usid and srv6 encapsulations; docs/udpio.md)"),
+		pcap:        fs.String("pcap", "", "write a pcapng capture of every packet sent and received to FILE"),
+		pcapFilter:  fs.String("pcap-filter", "", "capture only packets matching this filter (op=data,nack ev=... plane=... qpn=...)"),
+		pcapSnaplen: fs.Int("pcap-snaplen", 0, "keep at most N bytes of each captured packet (0: all)"),
+		metrics:     fs.String("metrics", "", "serve Prometheus metrics on ADDR (host:port) at /metrics"),
+	}
+}
+
+// parsePorts parses comma-separated IPv6 addresses.
+func parsePorts(s string) ([]netip.Addr, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []netip.Addr
+	for _, f := range strings.Split(s, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil || !a.Is6() || a.Is4In6() {
+			return nil, usagef("--ports: %q is not an IPv6 address", f)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// open checks the framing flags and opens what they name; closers run at
+// exit.
+func (ff *framingFlags) open() (ports []netip.Addr, paths *udpio.PathTable, pcapW io.Writer, closer func() error, err error) {
+	closer = func() error { return nil }
+	if ports, err = parsePorts(*ff.ports); err != nil {
+		return
+	}
+	if len(ports) > 0 && !*ff.native {
+		err = usagef("--ports needs --native")
+		return
+	}
+	if *ff.native && len(ports) == 0 {
+		err = usagef("--native needs --ports: this host's NIC port addresses")
+		return
+	}
+	if *ff.paths != "" {
+		if paths, err = udpio.LoadPathTable(*ff.paths); err != nil {
+			err = usagef("--paths: %v", err)
+			return
+		}
+	}
+	if *ff.pcapSnaplen < 0 {
+		err = usagef("--pcap-snaplen %d: want 0 or more", *ff.pcapSnaplen)
+		return
+	}
+	if _, perr := pcap.ParseFilter(*ff.pcapFilter); perr != nil {
+		err = usagef("--pcap-filter: %v", perr)
+		return
+	}
+	if *ff.pcap != "" {
+		f, ferr := os.Create(*ff.pcap)
+		if ferr != nil {
+			err = usagef("--pcap: %v", ferr)
+			return
+		}
+		pcapW, closer = f, f.Close
+	} else if *ff.pcapFilter != "" || *ff.pcapSnaplen != 0 {
+		err = usagef("--pcap-filter and --pcap-snaplen need --pcap")
+	}
+	return
+}
+
 func runPerfServer(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("perf server", "--addr IP:PORT [--once]", stderr)
+	fs := newFlagSet("perf server", "--addr IP:PORT [--once] [--native --ports A,B] [--paths FILE] [--pcap FILE] [--metrics ADDR]", stderr)
 	addrFlag := fs.String("addr", "", "TCP control address to listen on; UDP uses free ports on the same IP")
 	once := fs.Bool("once", false, "serve one client, then exit (non-zero if its transfer failed)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to FILE")
+	ff := addFramingFlags(fs)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -133,20 +219,35 @@ func runPerfServer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ports, paths, pcapW, closePcap, err := ff.open()
+	if err != nil {
+		return err
+	}
+	defer closePcap()
 	srv, err := perf.Listen(perf.ServerConfig{Addr: addr, Logf: func(format string, a ...any) {
 		fmt.Fprintf(stdout, "mrc perf server: "+format+"\n", a...)
-	}})
+	}, Native: *ff.native, Ports: ports, Paths: paths, Pcap: pcapW, PcapFilter: *ff.pcapFilter, PcapSnaplen: *ff.pcapSnaplen,
+		MetricsAddr: *ff.metrics})
 	if err != nil {
 		return setupOrRun(err)
 	}
-	defer srv.Close()
 	fmt.Fprintf(stdout, "mrc perf server: listening on %v\n", srv.Addr())
+	if a := srv.MetricsAddr(); a != "" {
+		fmt.Fprintf(stdout, "mrc perf server: metrics on http://%s/metrics\n", a)
+	}
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return srv.Serve(ctx, *once)
+	err = srv.Serve(ctx, *once)
+	if cerr := srv.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if *ff.pcap != "" {
+		fmt.Fprintf(stdout, "mrc perf server: %d packets captured in %s\n", srv.CapturedPackets(), *ff.pcap)
+	}
+	return err
 }
 
 func runPerfClient(args []string, stdout, stderr io.Writer) error {
@@ -176,6 +277,11 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.SkipICRC, "skip-icrc", false, "receivers skip the inner UDP checksum and ICRC (the kernel checked the outer UDP checksum)")
 	fs.BoolVar(&cfg.TCP, "tcp", false, "baseline: the same transfer and checks over one kernel TCP connection")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to FILE")
+	fs.StringVar(&cfg.Encap, "encap", "", "encapsulation: plain, usid or srv6 (default srv6 with --native, else plain)")
+	fs.BoolVar(&cfg.NoPoll, "no-poll", false, "do not read the sockets without blocking before loss timers fire (to measure what that prevents)")
+	traceFile := fs.String("trace", "", "write the client endpoint's trace (JSON lines, docs/trace.md) to FILE")
+	fs.StringVar(&cfg.TraceFilter, "trace-filter", "", "trace only records matching this filter (kind=... ev=... plane=... t=...)")
+	ff := addFramingFlags(fs)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -190,6 +296,31 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	addr, err := parseAddr(*addrFlag)
 	if err != nil {
 		return err
+	}
+	ports, paths, pcapW, closePcap, err := ff.open()
+	if err != nil {
+		return err
+	}
+	defer closePcap()
+	cfg.Native, cfg.Ports, cfg.Paths, cfg.PathsFile = *ff.native, ports, paths, *ff.paths
+	cfg.Pcap, cfg.PcapFilter, cfg.PcapSnaplen, cfg.MetricsAddr = pcapW, *ff.pcapFilter, *ff.pcapSnaplen, *ff.metrics
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return usagef("--trace: %v", err)
+		}
+		defer f.Close()
+		cfg.Trace = f
+	} else if cfg.TraceFilter != "" {
+		return usagef("--trace-filter needs --trace")
+	}
+	if cfg.Native {
+		planesSet := false
+		fs.Visit(func(f *flag.Flag) { planesSet = planesSet || f.Name == "planes" })
+		if planesSet && cfg.Planes != len(ports) {
+			return usagef("--planes %d but %d --ports", cfg.Planes, len(ports))
+		}
+		cfg.Planes = len(ports)
 	}
 	if chunk < 1 || chunk > 256<<20 {
 		return usagef("--chunk %d: want 1..256M", chunk)
@@ -248,7 +379,29 @@ func printPerf(w io.Writer, r *perf.Result) {
 	fmt.Fprintf(w, "mrc perf: %d bytes in %.3f s = %.2f Gbit/s, %s (%d chunks)\n", r.Bytes, r.Seconds, r.Gbps, v, r.Chunks)
 	fmt.Fprintf(w, "  retransmits %d, trims %d, NACKs %d, loss timeouts %d, EVs retired %d / resurrected %d\n",
 		r.Retransmits, r.Trims, r.NACKs, r.LossTimeouts, r.EVsRetired, r.EVsResurrected)
-	fmt.Fprintf(w, "  datapath: GSO %v, GRO %v; receive-buffer overflows: client %d, server %d\n", r.GSO, r.GRO, r.RxOverflows, r.Server.Overflows)
+	framing := "overlay (UDP)"
+	if r.Native {
+		framing = "native"
+	}
+	fmt.Fprintf(w, "  datapath: %s framing, %s encapsulation, GSO %v, GRO %v; receive-buffer overflows: client %d, server %d\n",
+		framing, r.Encap, r.GSO, r.GRO, r.RxOverflows, r.Server.Overflows)
+	if r.SendErrors != "" {
+		fmt.Fprintf(w, "  datapath: %s\n", r.SendErrors)
+	}
+	retire, resurrect := 0, 0
+	for _, e := range r.EVEvents {
+		switch {
+		case e.To == "ASSUMED_BAD":
+			retire++
+		case e.From == "ASSUMED_BAD" && e.To == "GOOD":
+			resurrect++
+		}
+	}
+	fmt.Fprintf(w, "  EV timeline: %d state changes (%d retirements, %d resurrections); longest wait between completions %.1f ms, at %.3f s\n",
+		len(r.EVEvents), retire, resurrect, 1000*r.MaxStall, r.StallAt)
+	if r.PcapPackets > 0 {
+		fmt.Fprintf(w, "  captured %d packets\n", r.PcapPackets)
+	}
 	for _, p := range r.PerPlane {
 		fmt.Fprintf(w, "  plane %d: %d packets (%.1f%%), %d retransmitted, over %d EVs\n", p.Plane, p.Packets, 100*p.Share, p.Retransmits, p.EVs)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/udpio"
 	"github.com/openmrc/mrc/wire"
 )
@@ -46,6 +48,33 @@ type ClientConfig struct {
 	SkipICRC bool
 	// DialTimeout bounds the control connection's setup (default 5 s).
 	DialTimeout time.Duration
+	// Native uses native framing: the core's packets go on the wire as
+	// they are, through raw IPv6 sockets (CAP_NET_RAW), from and to the
+	// NIC addresses in Ports (one per plane; Planes follows), and
+	// arrive on UDP port 4791. docs/udpio.md.
+	Native bool         `json:"native,omitempty"`
+	Ports  []netip.Addr `json:"ports,omitempty"`
+	// Encap is the encapsulation: "plain", "usid" or "srv6" (default
+	// srv6 with native framing, plain without). usid and srv6 take their
+	// paths from Paths; without a table, overlay srv6 makes some up.
+	Encap     string           `json:"encap,omitempty"`
+	Paths     *udpio.PathTable `json:"-"`
+	PathsFile string           `json:"paths_file,omitempty"` // for the report
+	// Pcap, when set, receives a pcapng capture of the client's packets
+	// (PcapFilter selects them, PcapSnaplen caps the bytes kept of each).
+	Pcap        io.Writer `json:"-"`
+	PcapFilter  string    `json:"pcap_filter,omitempty"`
+	PcapSnaplen int       `json:"pcap_snaplen,omitempty"`
+	// MetricsAddr, when set, serves the client's metrics (Prometheus
+	// text at /metrics) during the run.
+	MetricsAddr string `json:"metrics_addr,omitempty"`
+	// NoPoll turns the driver's non-blocking read before timers off
+	// (udpio.Options.NoPoll), for measurements.
+	NoPoll bool `json:"no_poll,omitempty"`
+	// Trace, when set, receives the client endpoint's trace records
+	// (package trace; TraceFilter selects them), in the driver goroutine.
+	Trace       io.Writer `json:"-"`
+	TraceFilter string    `json:"trace_filter,omitempty"`
 	// TCP runs the kernel-TCP baseline instead: the same chunks and checks
 	// over one TCP connection (the UDP and MRC options do not apply).
 	TCP bool
@@ -57,6 +86,9 @@ func (c *ClientConfig) defaults() {
 	}
 	if c.Planes == 0 {
 		c.Planes = 1
+		if c.Native && len(c.Ports) > 0 {
+			c.Planes = len(c.Ports)
+		}
 	}
 	if c.EVs == 0 {
 		c.EVs = 16
@@ -115,12 +147,28 @@ type Result struct {
 	DataPackets    uint64         `json:"data_packets"`
 	PerPlane       []PlaneUsage   `json:"per_plane"`
 	PerEV          []EVUsage      `json:"per_ev"`
-	GSO            bool           `json:"gso"`
-	GRO            bool           `json:"gro"`
-	RxOverflows    uint64         `json:"rx_overflows"`
-	InjectedDrops  uint64         `json:"injected_drops"`
-	Server         ServerReport   `json:"server"`
-	Config         ClientConfig   `json:"config"`
+	// EVEvents is the EV timeline: every state change of the client's
+	// EVs (at most 20000; EVEventsDropped counts the rest). StartUnix is
+	// the wall-clock time of the first post, in nanoseconds.
+	EVEvents        []EVEvent `json:"ev_events"`
+	EVEventsDropped int       `json:"ev_events_dropped,omitempty"`
+	StartUnix       int64     `json:"start_unix_ns"`
+	// MaxStall is the longest wait between two WRITE completions (or from
+	// the first post to the first), in seconds, and StallAt when it ended
+	// (seconds since the start): what a failure cost the application.
+	MaxStall      float64      `json:"max_stall_s"`
+	StallAt       float64      `json:"stall_at_s"`
+	Encap         string       `json:"encap"`
+	Native        bool         `json:"native"`
+	SendErrors    string       `json:"send_errors,omitempty"`
+	PcapPackets   uint64       `json:"pcap_packets,omitempty"`
+	GSO           bool         `json:"gso"`
+	GRO           bool         `json:"gro"`
+	RxOverflows   uint64       `json:"rx_overflows"`
+	RxPolled      uint64       `json:"rx_polled"` // datagrams read without blocking before a due timer (udpio.DriverStats.RxPolled)
+	InjectedDrops uint64       `json:"injected_drops"`
+	Server        ServerReport `json:"server"`
+	Config        ClientConfig `json:"config"`
 }
 
 // PlaneUsage is one plane's share of the data packets.
@@ -162,6 +210,9 @@ type clientState struct {
 
 	planes []PlaneUsage
 	evs    map[uint32]uint64
+
+	lastDone          mtime.Time
+	maxStall, stallAt time.Duration
 }
 
 func (st *clientState) finish(now mtime.Time, err error) {
@@ -204,6 +255,10 @@ func (st *clientState) onEvent(now mtime.Time, _ *mrc.Endpoint, ev mrc.Event) {
 		}
 		st.completed++
 		st.bytes += int64(ev.Bytes)
+		if gap := now.Sub(st.lastDone); gap > st.maxStall {
+			st.maxStall, st.stallAt = gap, now.Sub(st.start)
+		}
+		st.lastDone = now
 		st.post(now)
 		if st.completed == st.next && (st.stop || st.next == st.total) {
 			st.finish(now, nil)
@@ -223,8 +278,12 @@ func (st *clientState) tap(tx mrc.Transmit, pkt []byte) {
 	if tx.Kind == mrc.KindRetransmit {
 		u.Retransmits++
 	}
-	if len(pkt) >= wire.IPv6Len+wire.UDPLen {
-		ev := uint32(wire.JoinEV(binary.BigEndian.Uint16(pkt[wire.IPv6Len:]), wire.OuterFlowLabel(pkt)))
+	off := wire.IPv6Len // the UDP header: after the outer header when encapsulated
+	if len(pkt) > 6 && pkt[6] == wire.ProtoIPv6 {
+		off += wire.IPv6Len
+	}
+	if len(pkt) >= off+wire.UDPLen {
+		ev := uint32(wire.JoinEV(binary.BigEndian.Uint16(pkt[off:]), wire.OuterFlowLabel(pkt)))
 		st.evs[ev]++
 	}
 }
@@ -238,6 +297,32 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	cfg.defaults()
 	if err := cfg.check(); err != nil {
 		return nil, &SetupError{err}
+	}
+	encap, err := parseEncap(cfg.Encap, cfg.Native)
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	cfg.Encap = encap.String()
+	if cfg.TCP && (cfg.Native || encap != mrc.EncapPlain) {
+		return nil, &SetupError{fmt.Errorf("the TCP baseline has no framing or encapsulation to choose")}
+	}
+	if cfg.Native {
+		if err := udpio.CheckNative(cfg.Ports); err != nil {
+			return nil, &SetupError{err}
+		}
+	}
+	var ms *metricsServer
+	if cfg.MetricsAddr != "" {
+		if ms, err = listenMetrics(cfg.MetricsAddr); err != nil {
+			return nil, err
+		}
+		defer ms.close()
+	}
+	var capt *capture
+	if cfg.Pcap != nil {
+		if capt, err = newCapture(cfg.Pcap, cfg.PcapFilter, cfg.PcapSnaplen); err != nil {
+			return nil, &SetupError{fmt.Errorf("--pcap: %w", err)}
+		}
 	}
 	dialer := net.Dialer{Timeout: cfg.DialTimeout}
 	conn, err := dialer.DialContext(ctx, "tcp", cfg.Addr.String())
@@ -257,15 +342,29 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		st.total = (cfg.Bytes + int64(cfg.Chunk) - 1) / int64(cfg.Chunk)
 	}
 	ip := conn.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	tracer := &evTracer{}
+	var jw *trace.JSONWriter
+	if cfg.Trace != nil {
+		f, err := trace.ParseFilter(cfg.TraceFilter)
+		if err != nil {
+			return nil, &SetupError{fmt.Errorf("--trace-filter: %w", err)}
+		}
+		jw = trace.NewJSONWriter(cfg.Trace)
+		tracer.next = f.Tracer(jw.Host("client"))
+	}
 	ses, err := openSession(sessionConfig{
-		ip: ip, planes: cfg.Planes, mtu: cfg.MTU, evs: cfg.EVs, sourcePorts: cfg.SourcePorts, flowLabels: cfg.FlowLabels,
+		host: "client", ip: ip, planes: cfg.Planes, mtu: cfg.MTU, evs: cfg.EVs, sourcePorts: cfg.SourcePorts, flowLabels: cfg.FlowLabels,
 		noGSO: cfg.NoGSO, noGRO: cfg.NoGRO, seed: cfg.Seed, baseRTT: cfg.BaseRTT, lossTimer: cfg.LossTimeout,
 		drop: cfg.Drop, dropped: &st.dropped, onEvent: st.onEvent, tap: st.tap, skipICRC: cfg.SkipICRC,
+		native: cfg.Native, nativePorts: cfg.Ports, encap: encap, paths: cfg.Paths, capture: capt, trace: tracer, noPoll: cfg.NoPoll,
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer ses.Close()
+	tracer.paths = ses.pathsPerPlane()
+	ms.set(ses)
+	defer ms.set(nil)
 	st.qp = ses.qp
 
 	pat := []byte(nil)
@@ -275,7 +374,7 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	h := hello{Version: Version, Planes: cfg.Planes, MTU: cfg.MTU, Chunk: cfg.Chunk, RingChunks: cfg.RingChunks,
 		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn,
 		EVs: cfg.EVs, SourcePorts: cfg.SourcePorts, FlowLabels: cfg.FlowLabels, BaseRTT: cfg.BaseRTT,
-		LossTimeout: cfg.LossTimeout, Drop: cfg.Drop, SkipICRC: cfg.SkipICRC}
+		LossTimeout: cfg.LossTimeout, Drop: cfg.Drop, SkipICRC: cfg.SkipICRC, Native: cfg.Native, Encap: cfg.Encap}
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if err := lc.send(h); err != nil {
 		return nil, fmt.Errorf("control connection: %w", err)
@@ -314,13 +413,17 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		}
 		st.remote = r.MR
 		q := ses.qp
-		if err := q.ReadyToReceive(now, mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports}); err != nil {
+		rtr := mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports}
+		if rtr.Paths, err = ses.pathFunc(r.Ports); err != nil {
+			return err
+		}
+		if err := q.ReadyToReceive(now, rtr); err != nil {
 			return err
 		}
 		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks}); err != nil {
 			return err
 		}
-		st.start = now
+		st.start, st.lastDone = now, now
 		st.post(now)
 		return nil
 	})
@@ -390,6 +493,13 @@ wait:
 		res.Seconds = st.end.Sub(st.start).Seconds()
 		res.InjectedDrops = st.dropped
 		res.MaxCwnd, res.MaxInflight = st.maxCwnd, st.maxInflight
+		res.MaxStall, res.StallAt = st.maxStall.Seconds(), st.stallAt.Seconds()
+		res.StartUnix = ses.Epoch().Add(time.Duration(st.start)).UnixNano()
+		res.EVEvents = tracer.events
+		for i := range res.EVEvents {
+			res.EVEvents[i].T = tracer.times[i].Sub(st.start).Seconds()
+		}
+		res.EVEventsDropped = tracer.dropped
 		stErr = st.err
 		res.PerPlane = append([]PlaneUsage(nil), st.planes...)
 		perPlaneEVs := make([]int, cfg.Planes)
@@ -410,8 +520,23 @@ wait:
 		return nil
 	})
 	sort.Slice(res.PerEV, func(i, j int) bool { return res.PerEV[i].EV < res.PerEV[j].EV })
-	res.GSO, res.GRO = ses.std.Offloads()
-	res.RxOverflows = ses.std.Stats().RecvOverflows
+	res.GSO, res.GRO = ses.offloads()
+	res.RxOverflows = ses.bindStats().RecvOverflows
+	res.RxPolled = ses.Stats().RxPolled
+	res.Native, res.Encap, res.SendErrors = cfg.Native, cfg.Encap, ses.sendError()
+	if jw != nil {
+		ses.Close() // no record is written after this
+		if err := jw.Flush(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("--trace: %w", err)
+		}
+	}
+	if capt != nil {
+		ses.Close() // no packet is written after this
+		if err := capt.close(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("--pcap: %w", err)
+		}
+		res.PcapPackets = capt.packets()
+	}
 	if res.Seconds > 0 {
 		res.Gbps = float64(res.Bytes) * 8 / res.Seconds / 1e9
 	}
@@ -469,6 +594,14 @@ func (c *ClientConfig) check() error {
 		return fmt.Errorf("%d retries, want 1..31", c.Retries)
 	case c.Drop < 0 || c.Drop >= 1:
 		return fmt.Errorf("drop probability %v, want [0,1)", c.Drop)
+	case c.Native && len(c.Ports) == 0:
+		return fmt.Errorf("native framing needs the client's NIC port addresses (--ports)")
+	case c.Native && len(c.Ports) != c.Planes:
+		return fmt.Errorf("%d planes but %d port addresses", c.Planes, len(c.Ports))
+	case c.Native && c.Phantom:
+		return fmt.Errorf("native framing carries real packets: no phantom payloads")
+	case c.Native && c.SkipICRC:
+		return fmt.Errorf("native framing: the receiving kernel drops IPv6 UDP datagrams with a zero checksum, so --skip-icrc does not apply")
 	}
 	return nil
 }

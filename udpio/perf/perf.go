@@ -64,6 +64,11 @@ type hello struct {
 	LossTimeout time.Duration    `json:"loss_timeout"`
 	Drop        float64          `json:"drop"`
 	SkipICRC    bool             `json:"skip_icrc,omitempty"`
+	// Native asks for native framing (the core's packets on the wire as
+	// they are; Ports are the client's NIC addresses), Encap for the
+	// encapsulation ("plain", "usid", "srv6").
+	Native bool   `json:"native,omitempty"`
+	Encap  string `json:"encap,omitempty"`
 	// TCP asks for the kernel-TCP baseline: the same chunks, pattern and
 	// checks, written on the control connection itself.
 	TCP bool `json:"tcp,omitempty"`
@@ -89,18 +94,22 @@ type done struct {
 
 // ServerReport is what the server saw.
 type ServerReport struct {
-	Error     string `json:"error,omitempty"`
-	Chunks    int64  `json:"chunks"`     // WRITE_IMMs received
-	Bytes     int64  `json:"bytes"`      // bytes in them
-	Checked   int64  `json:"checked"`    // chunks compared with the pattern
-	Mismatch  int64  `json:"mismatched"` // chunks that differed
-	Verified  bool   `json:"verified"`   // every chunk arrived and matched
-	SACKs     uint64 `json:"sacks_sent"`
-	NACKs     uint64 `json:"nacks_sent"`
-	Dups      uint64 `json:"duplicates"`
-	Dropped   uint64 `json:"dropped"`        // packets the endpoint discarded
-	Injected  uint64 `json:"injected_drops"` // packets dropped on purpose (--drop)
-	Overflows uint64 `json:"rx_overflows"`   // datagrams the kernel dropped: socket buffer full
+	Error           string `json:"error,omitempty"`
+	Chunks          int64  `json:"chunks"`     // WRITE_IMMs received
+	Bytes           int64  `json:"bytes"`      // bytes in them
+	Checked         int64  `json:"checked"`    // chunks compared with the pattern
+	Mismatch        int64  `json:"mismatched"` // chunks that differed
+	Verified        bool   `json:"verified"`   // every chunk arrived and matched
+	SACKs           uint64 `json:"sacks_sent"`
+	NACKs           uint64 `json:"nacks_sent"`
+	Dups            uint64 `json:"duplicates"`
+	Dropped         uint64 `json:"dropped"`          // packets the endpoint discarded
+	CEReceived      uint64 `json:"ce_received"`      // data packets that arrived marked CE
+	TrimmedReceived uint64 `json:"trimmed_received"` // trimmed headers that arrived (and were NACKed)
+	// DropReasons breaks Dropped down by mrc.DropReason.
+	DropReasons map[string]uint64 `json:"drop_reasons,omitempty"`
+	Injected    uint64            `json:"injected_drops"` // packets dropped on purpose (--drop)
+	Overflows   uint64            `json:"rx_overflows"`   // datagrams the kernel dropped: socket buffer full
 }
 
 // pattern returns n bytes of the seeded pattern.

@@ -32,6 +32,7 @@ func TestRun(t *testing.T) {
 	addr, stop := serve(t)
 	for _, c := range []ClientConfig{
 		{Bytes: 8 << 20, Planes: 2, Chunk: 256 << 10},
+		{Bytes: 8 << 20, Planes: 2, Chunk: 256 << 10, Encap: "srv6"}, // SRv6 packets inside the UDP overlay
 		{Bytes: 8<<20 + 12345, Chunk: 1 << 20, MTU: 8192, SkipICRC: true},
 		{Bytes: 8 << 20, Phantom: true},
 		{Duration: 200 * time.Millisecond, Chunk: 256 << 10},
@@ -39,6 +40,7 @@ func TestRun(t *testing.T) {
 		{Duration: 100 * time.Millisecond, TCP: true},
 	} {
 		c.Addr = addr
+		c.Retries = 20 // a loaded test machine stalls for longer than the default budget
 		res, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/udpio"
 )
 
@@ -29,24 +31,85 @@ type ServerConfig struct {
 	Addr netip.AddrPort
 	// Logf, when set, gets one line per session.
 	Logf func(format string, args ...any)
+	// Native serves clients that ask for native framing: the sessions
+	// send through raw IPv6 sockets (CAP_NET_RAW) and receive on UDP port
+	// 4791 of Ports, the server's NIC addresses, plane by plane. Paths
+	// holds the SRv6 paths to the clients' ports (usid and srv6
+	// encapsulations).
+	Native bool
+	Ports  []netip.Addr
+	Paths  *udpio.PathTable
+	// Pcap, when set, receives a pcapng capture of every session's
+	// packets (PcapFilter selects them, as pcap.ParseFilter reads it;
+	// PcapSnaplen caps the bytes kept of each).
+	Pcap        io.Writer
+	PcapFilter  string
+	PcapSnaplen int
+	// MetricsAddr, when set, is where the current session's metrics are
+	// served (Prometheus text, at /metrics).
+	MetricsAddr string
 }
 
 // Server accepts perf clients one at a time.
 type Server struct {
-	cfg ServerConfig
-	ln  *net.TCPListener
+	cfg     ServerConfig
+	ln      *net.TCPListener
+	capture *capture
+	metrics *metricsServer
 }
 
-// Listen binds the control port.
+// Listen binds the control port (and the metrics address).
 func Listen(cfg ServerConfig) (*Server, error) {
-	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(cfg.Addr))
-	if err != nil {
-		return nil, &SetupError{err}
+	if cfg.Native && len(cfg.Ports) == 0 {
+		return nil, &SetupError{fmt.Errorf("native framing needs the server's NIC port addresses (--ports)")}
+	}
+	if cfg.Native {
+		if err := udpio.CheckNative(cfg.Ports); err != nil {
+			return nil, &SetupError{err}
+		}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Server{cfg: cfg, ln: ln}, nil
+	s := &Server{cfg: cfg}
+	if cfg.Pcap != nil {
+		c, err := newCapture(cfg.Pcap, cfg.PcapFilter, cfg.PcapSnaplen)
+		if err != nil {
+			return nil, &SetupError{fmt.Errorf("--pcap: %w", err)}
+		}
+		s.capture = c
+	}
+	if cfg.MetricsAddr != "" {
+		m, err := listenMetrics(cfg.MetricsAddr)
+		if err != nil {
+			return nil, err
+		}
+		s.metrics = m
+	}
+	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(cfg.Addr))
+	if err != nil {
+		s.metrics.close()
+		return nil, &SetupError{err}
+	}
+	s.ln = ln
+	return s, nil
+}
+
+// MetricsAddr returns the address the metrics are served on, or "".
+func (s *Server) MetricsAddr() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return s.metrics.Addr()
+}
+
+// CapturedPackets returns how many packets the capture holds (0 without
+// one).
+func (s *Server) CapturedPackets() uint64 {
+	if s.capture == nil {
+		return 0
+	}
+	return s.capture.packets()
 }
 
 // Addr returns the control address (with the port chosen when Addr's was 0).
@@ -55,8 +118,15 @@ func (s *Server) Addr() netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// Close stops accepting.
-func (s *Server) Close() error { return s.ln.Close() }
+// Close stops accepting, stops serving metrics and flushes the capture.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.metrics.close()
+	if cerr := s.capture.close(); cerr != nil {
+		return fmt.Errorf("--pcap: %w", cerr)
+	}
+	return err
+}
 
 // Serve runs sessions until ctx is done, or after one session if once.
 // A session's failure is logged, not returned; Serve returns the
@@ -162,7 +232,9 @@ func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, erro
 		return ServerReport{}, err
 	}
 	defer d.Close()
-	gso, gro := d.std.Offloads()
+	s.metrics.set(d)
+	defer s.metrics.set(nil)
+	gso, gro := d.offloads()
 	if err := lc.send(ready{Ports: d.ports, Sockets: d.sockets, QPN: d.qpn, MR: mr, GSO: gso, GRO: gro}); err != nil {
 		return ServerReport{}, err
 	}
@@ -192,13 +264,22 @@ func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, erro
 	d.Do(func(_ mtime.Time, e *mrc.Endpoint) error {
 		s := e.Stats()
 		rep.SACKs, rep.NACKs, rep.Dups, rep.Dropped = s.SACKsSent, s.NACKsSent, s.Duplicates, s.Dropped()
+		rep.CEReceived, rep.TrimmedReceived = s.CEReceived, s.TrimmedReceived
+		for r, n := range s.Drops {
+			if n > 0 {
+				if rep.DropReasons == nil {
+					rep.DropReasons = map[string]uint64{}
+				}
+				rep.DropReasons[mrc.DropReason(r).String()] = n
+			}
+		}
 		rep.Injected = st.dropped
 		if st.qpErr != nil {
 			rep.Error = st.qpErr.Error()
 		}
 		return nil
 	})
-	rep.Overflows = d.std.Stats().RecvOverflows
+	rep.Overflows = d.bindStats().RecvOverflows
 	switch {
 	case dn.Failed != "":
 		rep.Error = "client failed: " + dn.Failed
@@ -212,15 +293,23 @@ func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, erro
 // session is a running endpoint with its QP, on either side.
 type session struct {
 	*udpio.Driver
-	std     *udpio.StdBind
+	bind    udpio.Bind
+	std     *udpio.StdBind    // overlay framing
+	native  *udpio.NativeBind // native framing
 	ports   []netip.Addr
 	sockets []netip.AddrPort
 	qp      *mrc.QP
 	qpn     uint32
+	encap   mrc.Encap
+	paths   *udpio.PathTable
+	host    string    // "client" or "server", for metrics and captures
+	capture *capture  // or nil
+	trace   *evTracer // or nil
 }
 
 // sessionConfig is what both sides need to open a session.
 type sessionConfig struct {
+	host               string
 	ip                 netip.Addr
 	planes             int
 	mtu, evs           int
@@ -234,22 +323,91 @@ type sessionConfig struct {
 	dropped            *uint64 // counts injected drops, in the driver goroutine
 	onEvent            func(mtime.Time, *mrc.Endpoint, mrc.Event)
 	tap                func(mrc.Transmit, []byte)
+	// Native framing: the NIC port addresses, plane by plane.
+	native      bool
+	nativePorts []netip.Addr
+	encap       mrc.Encap
+	paths       *udpio.PathTable // SRv6 paths, or nil
+	capture     *capture         // packet capture, or nil
+	trace       *evTracer        // EV state changes, or nil
+	noPoll      bool
+}
+
+// offloads reports whether the session's bind uses UDP GSO and GRO.
+func (s *session) offloads() (gso, gro bool) {
+	if s.std != nil {
+		return s.std.Offloads()
+	}
+	return false, false
+}
+
+// bindStats returns the session's bind counters.
+func (s *session) bindStats() udpio.BindStats {
+	if s.std != nil {
+		return s.std.Stats()
+	}
+	return s.native.Stats()
+}
+
+// sendError describes datagrams the kernel refused, if any: the raw
+// socket of native framing fails a packet for a route or an MTU that
+// does not fit.
+func (s *session) sendError() string {
+	if s.native == nil {
+		return ""
+	}
+	st := s.native.Stats()
+	if st.SendDrops == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the kernel refused %d of %d packets (last: %v)", st.SendDrops, st.SendDrops+st.Sent, s.native.LastSendError())
 }
 
 // openSession binds the planes' sockets, starts a driver and creates a QP
 // in INIT.
 func openSession(c sessionConfig) (*session, error) {
-	planes := make([]netip.AddrPort, c.planes)
-	for p := range planes {
-		planes[p] = netip.AddrPortFrom(c.ip, 0)
-	}
-	std, err := udpio.NewStdBind(udpio.StdConfig{Planes: planes, SourcePorts: c.sourcePorts, FlowLabels: c.flowLabels, NoGSO: c.noGSO, NoGRO: c.noGRO})
-	if err != nil {
-		return nil, &SetupError{err}
-	}
+	var bind udpio.Bind
+	var std *udpio.StdBind
+	var native *udpio.NativeBind
+	var ports []netip.Addr
 	r := rand.New(rand.NewPCG(c.seed, uint64(time.Now().UnixNano())))
-	ports := coreAddrs(r, c.planes)
-	opt := udpio.Options{FlowLabels: c.flowLabels, OnEvent: c.onEvent, Tap: c.tap}
+	if c.native {
+		if len(c.nativePorts) < c.planes {
+			return nil, &SetupError{fmt.Errorf("native framing: %d planes but %d port addresses", c.planes, len(c.nativePorts))}
+		}
+		ports = c.nativePorts[:c.planes]
+		var err error
+		native, err = udpio.NewNativeBind(udpio.NativeConfig{Planes: ports})
+		if err != nil {
+			return nil, &SetupError{err}
+		}
+		bind = native
+	} else {
+		planes := make([]netip.AddrPort, c.planes)
+		for p := range planes {
+			planes[p] = netip.AddrPortFrom(c.ip, 0)
+		}
+		var err error
+		std, err = udpio.NewStdBind(udpio.StdConfig{Planes: planes, SourcePorts: c.sourcePorts, FlowLabels: c.flowLabels, NoGSO: c.noGSO, NoGRO: c.noGRO})
+		if err != nil {
+			return nil, &SetupError{err}
+		}
+		bind = std
+		ports = coreAddrs(r, c.planes)
+	}
+	s := &session{bind: bind, std: std, native: native, ports: ports, encap: c.encap, paths: c.paths, host: c.host, capture: c.capture, trace: c.trace}
+	opt := udpio.Options{FlowLabels: c.flowLabels && !c.native, OnEvent: c.onEvent, Tap: c.tap, NoPoll: c.noPoll}
+	if c.capture != nil {
+		opt.Tap = func(tx mrc.Transmit, pkt []byte) {
+			if c.tap != nil {
+				c.tap(tx, pkt)
+			}
+			c.capture.write(s.host, tx.Port, s.Driver.Now(), pcap.DirOutbound, pkt, tx.WireLen)
+		}
+		opt.RxTap = func(plane int, pkt []byte, wireLen int) {
+			c.capture.write(s.host, plane, s.Driver.Now(), pcap.DirInbound, pkt, wireLen)
+		}
+	}
 	if c.drop > 0 {
 		dr := rand.New(rand.NewPCG(c.seed, 0xd709))
 		opt.RxFilter = func(int, []byte) bool {
@@ -260,7 +418,11 @@ func openSession(c sessionConfig) (*session, error) {
 			return true
 		}
 	}
-	d, err := udpio.New(std, mrc.Config{Ports: ports, MTU: c.mtu, Seed: r.Uint64(), BaseRTT: c.baseRTT, LossTimeout: c.lossTimer, SkipICRC: c.skipICRC}, opt)
+	mcfg := mrc.Config{Ports: ports, MTU: c.mtu, Seed: r.Uint64(), BaseRTT: c.baseRTT, LossTimeout: c.lossTimer, SkipICRC: c.skipICRC, Encap: c.encap}
+	if c.trace != nil {
+		mcfg.Tracer = c.trace
+	}
+	d, err := udpio.New(bind, mcfg, opt)
 	if err != nil {
 		var se *SetupError
 		if !errors.As(err, &se) {
@@ -268,9 +430,16 @@ func openSession(c sessionConfig) (*session, error) {
 		}
 		return nil, err
 	}
-	s := &session{Driver: d, std: std, ports: ports}
+	s.Driver = d
+	if c.capture != nil {
+		c.capture.start(c.host, d.Epoch())
+	}
 	for p := range c.planes {
-		s.sockets = append(s.sockets, std.LocalAddr(p))
+		s.sockets = append(s.sockets, bind.LocalAddr(p))
+	}
+	prof := mrc.EVProfile{ActivePerPlane: c.evs}
+	if n := s.pathsPerPlane(); n > 0 {
+		prof.PathsPerPlane = n
 	}
 	err = d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		q, err := ep.CreateQP()
@@ -278,7 +447,10 @@ func openSession(c sessionConfig) (*session, error) {
 			return err
 		}
 		s.qp, s.qpn = q, q.QPN()
-		return q.Init(now, mrc.InitAttr{EVs: mrc.EVProfile{ActivePerPlane: c.evs}})
+		if s.trace != nil {
+			s.trace.epoch = d.Epoch()
+		}
+		return q.Init(now, mrc.InitAttr{EVs: prof})
 	})
 	if err != nil {
 		d.Close()
@@ -295,10 +467,20 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 		la := conn.LocalAddr().(*net.TCPAddr).AddrPort()
 		ip = la.Addr().Unmap()
 	}
+	encap, err := parseEncap(h.Encap, h.Native)
+	if err != nil {
+		return nil, mrc.MR{}, err
+	}
+	if h.Native != s.cfg.Native {
+		if h.Native {
+			return nil, mrc.MR{}, fmt.Errorf("the client asks for native framing, but this server runs overlay framing (start it with --native --ports ...)")
+		}
+		return nil, mrc.MR{}, fmt.Errorf("the client asks for overlay framing, but this server runs native framing")
+	}
 	ses, err := openSession(sessionConfig{
-		ip: ip, planes: h.Planes, mtu: h.MTU, evs: h.EVs, sourcePorts: h.SourcePorts, flowLabels: h.FlowLabels,
+		host: "server", ip: ip, planes: h.Planes, mtu: h.MTU, evs: h.EVs, sourcePorts: h.SourcePorts, flowLabels: h.FlowLabels,
 		seed: h.Seed ^ 0x5e7e, baseRTT: h.BaseRTT, lossTimer: h.LossTimeout, drop: h.Drop, dropped: &st.dropped, skipICRC: h.SkipICRC,
-		onEvent: st.onEvent,
+		onEvent: st.onEvent, native: h.Native, nativePorts: s.cfg.Ports, encap: encap, paths: s.cfg.Paths, capture: s.capture,
 	})
 	if err != nil {
 		return nil, mrc.MR{}, err
@@ -324,13 +506,22 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 			return err
 		}
 		q := ses.qp
-		if err := q.ReadyToReceive(now, mrc.RTRAttr{RemoteQPN: h.QPN, Remote: h.Ports}); err != nil {
+		rtr := mrc.RTRAttr{RemoteQPN: h.QPN, Remote: h.Ports}
+		if rtr.Paths, err = ses.pathFunc(h.Ports); err != nil {
+			return err
+		}
+		if err := q.ReadyToReceive(now, rtr); err != nil {
 			return err
 		}
 		for i := range 128 {
 			q.PostRecv(uint64(i))
 		}
-		return nil
+		// RTS although the server sends no data, as an RC QP is on both
+		// ends: a QP in RTR retires the EVs of SACKs the client seems
+		// not to have had and probes them, but drops the answers (the
+		// core takes SACKs only in RTS), so those EVs would stay
+		// retired.
+		return q.ReadyToSend(now, mrc.RTSAttr{})
 	})
 	if err != nil {
 		ses.Close()

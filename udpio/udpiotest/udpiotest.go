@@ -42,12 +42,13 @@ type ChannelBind struct {
 	state  int
 	closed chan struct{}
 	rng    *rand.Rand
+	gate   chan struct{} // non-nil while Hold holds the ReceiveFuncs
 
 	// Counters.
 	Sent, Dropped, Delivered atomic.Uint64
 }
 
-var _ udpio.Bind = (*ChannelBind)(nil)
+var _ udpio.PollBind = (*ChannelBind)(nil)
 
 type packet struct {
 	buf  []byte
@@ -98,6 +99,74 @@ func (c *ChannelBind) Open() ([]udpio.ReceiveFunc, error) {
 	return fns, nil
 }
 
+// Hold stops the blocking ReceiveFuncs from handing out anything until
+// Release, as if the receiving goroutines were descheduled: datagrams
+// wait on the link, where only the poll functions (PollFuncs) reach them.
+func (c *ChannelBind) Hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gate == nil {
+		c.gate = make(chan struct{})
+	}
+}
+
+// Release ends Hold.
+func (c *ChannelBind) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gate != nil {
+		close(c.gate)
+		c.gate = nil
+	}
+}
+
+// wait blocks while the bind is held; false means it was closed.
+func (c *ChannelBind) wait() bool {
+	c.mu.Lock()
+	g := c.gate
+	c.mu.Unlock()
+	if g == nil {
+		return true
+	}
+	select {
+	case <-g:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// PollFuncs returns one non-blocking receive per plane, which Hold does
+// not stop.
+func (c *ChannelBind) PollFuncs() []udpio.ReceiveFunc {
+	fns := make([]udpio.ReceiveFunc, c.cfg.Planes)
+	for p := range fns {
+		fns[p] = c.pollFunc(p)
+	}
+	return fns
+}
+
+func (c *ChannelBind) pollFunc(plane int) udpio.ReceiveFunc {
+	return func(bufs [][]byte, dgs []udpio.Datagram) (int, error) {
+		n := 0
+		for n < len(bufs) && n < len(dgs) {
+			select {
+			case pk := <-c.links[plane]:
+				m := copy(bufs[n], pk.buf)
+				dgs[n] = udpio.Datagram{Buf: bufs[n][:m], Plane: plane, From: pk.from, TClass: pk.tc, FlowLabel: pk.flow, HasFlowLabel: true}
+				n++
+			case <-c.closed:
+				return 0, net.ErrClosed
+			default:
+				c.Delivered.Add(uint64(n))
+				return n, nil
+			}
+		}
+		c.Delivered.Add(uint64(n))
+		return n, nil
+	}
+}
+
 func (c *ChannelBind) receiveFunc(plane int) udpio.ReceiveFunc {
 	return func(bufs [][]byte, dgs []udpio.Datagram) (int, error) {
 		if len(bufs) == 0 || len(dgs) == 0 {
@@ -109,10 +178,17 @@ func (c *ChannelBind) receiveFunc(plane int) udpio.ReceiveFunc {
 			dgs[n] = udpio.Datagram{Buf: bufs[n][:m], Plane: plane, From: pk.from, TClass: pk.tc, FlowLabel: pk.flow, HasFlowLabel: true}
 			n++
 		}
+		if !c.wait() {
+			return 0, net.ErrClosed
+		}
 		select {
 		case pk := <-c.links[plane]:
 			take(pk)
 		case <-c.closed:
+			return 0, net.ErrClosed
+		}
+		// A Hold that began while this call waited holds what it took.
+		if !c.wait() {
 			return 0, net.ErrClosed
 		}
 		for n < len(bufs) && n < len(dgs) {

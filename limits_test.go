@@ -164,3 +164,50 @@ func TestSiblingEVsRetiredTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiverOnlyRepairsReversePath: a QP that only receives (RTR) still
+// retires the EVs its lost SACKs travelled on, probes them, and takes the
+// answers, so they come back once the path heals.
+func TestReceiverOnlyRepairsReversePath(t *testing.T) {
+	n, err := testnet.New(testnet.Config{Seed: 41, Planes: 1, Encap: mrc.EncapSRv6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qa, qb, err := n.ConnectOneWay(mrc.EVProfile{ActivePerPlane: 4, BackupPerPlane: 2, PathsPerPlane: 3}, mrc.RTSAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qb.State() != mrc.StateRTR {
+		t.Fatalf("B in %v, want RTR", qb.State())
+	}
+	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1 << 30)
+	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1 << 30)
+	var retired, resurrected int
+	done := 0
+	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
+		switch {
+		case s == testnet.B && ev.Kind == mrc.EventEVState && ev.To == mrc.EVAssumedBad:
+			retired++
+		case s == testnet.B && ev.Kind == mrc.EventEVState && ev.From == mrc.EVAssumedBad:
+			resurrected++
+		case s == testnet.A && ev.Kind == mrc.EventWriteDone && ev.Err == nil:
+			done++
+		}
+	}
+	dead := testnet.Path{Plane: 0, Index: 1}
+	n.KillPath(dead)
+	for i := range 8 {
+		if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: src, Remote: dst, Length: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Kick(testnet.A)
+	n.RunUntil(mtime.Time(2*time.Millisecond), func() bool { return done == 8 })
+	if retired == 0 {
+		t.Fatal("B never retired the EVs its lost SACKs used")
+	}
+	n.HealPath(dead)
+	if !n.RunUntil(mtime.Time(time.Second), func() bool { return done == 8 && resurrected >= retired }) {
+		t.Fatalf("after healing: %d WRITEs done, B resurrected %d of %d EVs; B drops %v", done, resurrected, retired, qb.Stats().Drops)
+	}
+}

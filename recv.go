@@ -75,6 +75,14 @@ func (r *receiver) ack() *acks {
 	return r.acks
 }
 
+// queue adds a SACK or NACK to the control queue, counting what a full
+// queue drops.
+func (r *receiver) queue(q *QP, c ctrlPkt) {
+	if r.ack().ctrl.push(c) {
+		q.stats.ControlDropped++
+	}
+}
+
 // ctrlPending reports whether SACKs or NACKs wait to go out.
 func (r *receiver) ctrlPending() bool { return r.acks != nil && r.acks.ctrl.size > 0 }
 
@@ -166,6 +174,11 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		q.recvData(now, port, p, phantom)
 	case op == wire.OpSACK && q.state == StateRTS:
 		q.tx.onSACK(q, now, port, &p.SACK)
+	case op == wire.OpSACK && p.SACK.PR:
+		// A QP that only receives still probes the EVs its SACKs
+		// travel on (suspectReverse retires them).
+		q.stats.SACKsReceived++
+		q.pathFeedback(now, &p.SACK)
 	case op == wire.OpNACK && q.state == StateRTS:
 		q.tx.onNACK(q, now, &p.NACK)
 	case op == wire.OpProbe:
@@ -207,8 +220,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 			if dscp == e.cfg.DSCP.TrimmedLastHop {
 				reason = wire.NackTrimmedLastHop
 			}
-			r.ack().ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: reason})
-			q.stats.NACKsSent++
+			r.queue(q, ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: reason})
 			e.markReady(q)
 		}
 		return
@@ -252,8 +264,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		rq = p.METH.RQMSN
 		if d := int16(rq - r.immNext); d < 0 || int(d) >= r.maxWimm {
 			q.ep.drop(now, &q.stats, q.qpn, DropWimmLimit)
-			r.ack().ctrl.push(ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: wire.NackWImmLimit})
-			q.stats.NACKsSent++
+			r.queue(q, ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: wire.NackWImmLimit})
 			e.markReady(q)
 			return
 		}
@@ -342,7 +353,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		m = wire.SackSkipOnce
 	}
 	a := r.ack()
-	a.ctrl.push(ctrlPkt{
+	r.queue(q, ctrlPkt{
 		kind:    KindSACK,
 		seq:     a.sackSeq,
 		port:    r.trig.port,
@@ -362,7 +373,6 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	r.restore = false
 	r.pendN = 0
 	a.sackSeq++
-	q.stats.SACKsSent++
 	q.ep.markReady(q)
 }
 
@@ -388,22 +398,36 @@ type ctrlPkt struct {
 	reason  wire.NackReason
 }
 
-// ctrlQueue is a bounded FIFO of control packets. When full, the oldest
-// entry is dropped: a later SACK repeats its cumulative information.
+// ctrlQueue is a bounded FIFO of control packets. When full, it drops the
+// oldest entry that does not answer a probe (a later SACK repeats its
+// cumulative information; a lost probe answer delays a resurrection).
 type ctrlQueue struct {
 	buf        [ctrlQueueLen]ctrlPkt
 	head, size int
 }
 
-const ctrlQueueLen = 16
+const ctrlQueueLen = 32
 
-func (c *ctrlQueue) push(p ctrlPkt) {
+// push queues p and reports whether an older entry had to be dropped.
+func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
 	if c.size == ctrlQueueLen {
+		victim := 0
+		for i := range c.size {
+			if !c.buf[(c.head+i)%ctrlQueueLen].probe {
+				victim = i
+				break
+			}
+		}
+		for i := victim; i > 0; i-- {
+			c.buf[(c.head+i)%ctrlQueueLen] = c.buf[(c.head+i-1)%ctrlQueueLen]
+		}
 		c.head = (c.head + 1) % ctrlQueueLen
 		c.size--
+		dropped = true
 	}
 	c.buf[(c.head+c.size)%ctrlQueueLen] = p
 	c.size++
+	return dropped
 }
 
 func (c *ctrlQueue) peek() *ctrlPkt { return &c.buf[c.head] }
@@ -446,7 +470,11 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 		pk.NACK = wire.NACK{Reason: c.reason, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
+	if c.kind == KindNACK {
+		q.stats.NACKsSent++
+	}
 	if c.kind == KindSACK {
+		q.stats.SACKsSent++
 		a := q.rx.acks
 		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
 		if t := e.cfg.Tracer; t != nil {

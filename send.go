@@ -416,22 +416,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		s.una = s.una.Add(1)
 	}
 
-	// Path feedback on the EV the SACK reflects (digest §3.5).
-	if slot, ok := q.slotOf(uint32(sk.Entropy)); ok {
-		ecn := sk.M == wire.SackSkipOnce
-		if ecn {
-			q.stats.ECNEchoes++
-		}
-		switch {
-		case sk.PR:
-			q.evs.OnProbeResponse(now, slot, ecn)
-		case q.evp.Oblivious:
-		case ecn:
-			q.evs.OnSkip(now, slot, evset.ReasonECN)
-		case sk.M == wire.SackAlwaysSkip:
-			q.evs.OnBad(now, slot, evset.ReasonAlwaysSkip)
-		}
-	}
+	q.pathFeedback(now, sk)
 	cwnd := q.cc.Window()
 	q.cc.OnAck(now, cc.Ack{
 		NewlyAcked:  newly,
@@ -448,6 +433,28 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		s.complete(q, now)
 	}
 	q.ep.markReady(q)
+}
+
+// pathFeedback applies what a SACK says about the EV it reflects (digest
+// §3.5): an answered probe, an ECN mark, or ALWAYS_SKIP.
+func (q *QP) pathFeedback(now mtime.Time, sk *wire.SACK) {
+	slot, ok := q.slotOf(uint32(sk.Entropy))
+	if !ok {
+		return
+	}
+	ecn := sk.M == wire.SackSkipOnce
+	if ecn {
+		q.stats.ECNEchoes++
+	}
+	switch {
+	case sk.PR:
+		q.evs.OnProbeResponse(now, slot, ecn)
+	case q.evp.Oblivious:
+	case ecn:
+		q.evs.OnSkip(now, slot, evset.ReasonECN)
+	case sk.M == wire.SackAlwaysSkip:
+		q.evs.OnBad(now, slot, evset.ReasonAlwaysSkip)
+	}
 }
 
 // sampleRTT folds one RTT sample into the smoothed estimate (RFC 6298).

@@ -60,6 +60,7 @@ type Stats struct {
 	CEReceived      uint64 // data packets that arrived CE-marked
 	SACKsSent       uint64
 	NACKsSent       uint64
+	ControlDropped  uint64 // SACKs and NACKs dropped because the control queue was full
 	ImmsDelivered   uint64 // WRITE_IMM completions delivered
 
 	// EV path states (digest §3.4).
@@ -104,6 +105,7 @@ func (s *Stats) add(o *Stats) {
 	s.CEReceived += o.CEReceived
 	s.SACKsSent += o.SACKsSent
 	s.NACKsSent += o.NACKsSent
+	s.ControlDropped += o.ControlDropped
 	s.ImmsDelivered += o.ImmsDelivered
 	s.EVSkips += o.EVSkips
 	s.EVRetired += o.EVRetired

@@ -169,6 +169,15 @@ func Paths(dst Side) mrc.PathFunc {
 // Connect creates a QP on each side and brings both to RTS, paired with
 // each other. ev configures both QPs' EV profiles.
 func (n *Net) Connect(ev mrc.EVProfile, rts mrc.RTSAttr) (qa, qb *mrc.QP, err error) {
+	return n.connect(ev, rts, true)
+}
+
+// ConnectOneWay is Connect with B's QP left in RTR: it only receives.
+func (n *Net) ConnectOneWay(ev mrc.EVProfile, rts mrc.RTSAttr) (qa, qb *mrc.QP, err error) {
+	return n.connect(ev, rts, false)
+}
+
+func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool) (qa, qb *mrc.QP, err error) {
 	qs := [2]*mrc.QP{}
 	for s := A; s <= B; s++ {
 		if qs[s], err = n.eps[s].CreateQP(); err != nil {
@@ -190,6 +199,9 @@ func (n *Net) Connect(ev mrc.EVProfile, rts mrc.RTSAttr) (qa, qb *mrc.QP, err er
 		}
 		if err = qs[s].ReadyToReceive(n.now, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote, Paths: paths, RecvPSN: 100}); err != nil {
 			return nil, nil, err
+		}
+		if s == B && !bSends {
+			continue
 		}
 		r := rts
 		r.SendPSN = 100

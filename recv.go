@@ -65,6 +65,11 @@ type acks struct {
 	report    [reportLen]uint32 // by PSN modulo reportLen: see reportEntry
 	sackSeq   uint16            // sequence number of the next SACK
 	sackSlots [64]sentSACK
+
+	// The EV last probed, how often in a row, and the SACK that answered.
+	probeEV      uint32
+	probeRepeats int
+	probeAnswer  uint16
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -82,6 +87,33 @@ func (r *receiver) queue(q *QP, c ctrlPkt) {
 		q.stats.ControlDropped++
 	}
 }
+
+// onProbe answers a reliability probe with a SACK (digest §3.7). A
+// requester probes an EV until enough probes are answered, so a probe of
+// the same EV arriving again after that many answers means the answers
+// are being lost on the way back: the EV the last one took is suspect, as
+// with a repeated retransmission (suspectReverse).
+func (r *receiver) onProbe(q *QP, now mtime.Time, port int, p *wire.Packet) {
+	ev := uint32(evOf(p))
+	a := r.ack()
+	if ev == a.probeEV {
+		a.probeRepeats++
+	} else {
+		a.probeEV, a.probeRepeats = ev, 0
+	}
+	if a.probeRepeats >= probeRepeatsSuspect {
+		a.probeRepeats = 0
+		r.suspectSACK(q, now, a.probeAnswer)
+	}
+	r.trig = trigger{ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
+	a.probeAnswer = a.sackSeq
+	r.flushSACK(q, true)
+}
+
+// probeRepeatsSuspect is how many probes of one EV, beyond the first, make
+// its answers suspect: one more than the successes that resurrect an EV
+// by default (evset.Config.ProbeSuccesses).
+const probeRepeatsSuspect = 4
 
 // ctrlPending reports whether SACKs or NACKs wait to go out.
 func (r *receiver) ctrlPending() bool { return r.acks != nil && r.acks.ctrl.size > 0 }
@@ -117,12 +149,17 @@ func (r *receiver) init(start psn.PSN, mpr, maxWimm int) {
 // suspectReverse retires the EV of the SACK that first reported n, which
 // the requester evidently never got.
 func (r *receiver) suspectReverse(q *QP, now mtime.Time, n psn.PSN) {
-	a := r.ack()
-	e := a.report[n%reportLen]
+	e := r.ack().report[n%reportLen]
 	seq := uint16(e >> 16)
 	if e != reportEntry(n, seq) {
 		return // the entry belongs to an older PSN
 	}
+	r.suspectSACK(q, now, seq)
+}
+
+// suspectSACK retires the EV that SACK seq went out on, once.
+func (r *receiver) suspectSACK(q *QP, now mtime.Time, seq uint16) {
+	a := r.ack()
 	ss := &a.sackSlots[seq%uint16(len(a.sackSlots))]
 	if !ss.valid || ss.seq != seq {
 		return
@@ -182,8 +219,7 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	case op == wire.OpNACK && q.state == StateRTS:
 		q.tx.onNACK(q, now, &p.NACK)
 	case op == wire.OpProbe:
-		q.rx.trig = trigger{ev: uint32(evOf(p)), port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
-		q.rx.flushSACK(q, true)
+		q.rx.onProbe(q, now, port, p)
 	default:
 		q.ep.drop(now, &q.stats, q.qpn, DropNotMRC)
 	}

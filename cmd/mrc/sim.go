@@ -223,6 +223,11 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		Trace: out.Trace, TraceFilter: out.TraceFilter, Setup: pg.setup, Progress: pg.update}
 	rep, err := scenario.Run(ctx, plan, opts)
 	pg.clear()
+	if rep == nil && jsonFile != nil {
+		// Nothing ran (a bad capture point, say): leave no empty file.
+		jsonFile.Close()
+		os.Remove(out.JSON)
+	}
 	var se *scenario.Error
 	if errors.As(err, &se) {
 		return usagef("%v", err)

@@ -406,6 +406,12 @@ func TestSimUsageErrors(t *testing.T) {
 			t.Errorf("mrc %s:\n got %q\nwant it to contain %q", strings.Join(c.args, " "), line, c.want)
 		}
 	}
+	// A run that fails before simulating leaves no empty results file.
+	out := filepath.Join(dir, "r.json")
+	assertUsageError(t, "sim", good, "--json", out, "--pcap", filepath.Join(dir, "c.pcapng"), "--capture", "flow:999")
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed run left %s behind (stat: %v)", out, err)
+	}
 }
 
 // TestSimListAndShow: --list names every preset, the default first and

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openmrc/mrc/internal/mmsg"
 )
 
 // sysPACKET_IGNORE_OUTGOING is PACKET_IGNORE_OUTGOING (Linux 4.20,
@@ -171,21 +173,7 @@ func (l *PacketLink) Receive(bufs [][]byte, sizes []int) (int, error) {
 		h.Hdr.Iov = &l.riovs[i]
 		h.Hdr.SetIovlen(1)
 	}
-	var got int
-	var errno syscall.Errno
-	err := l.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(n), 0, 0, 0)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			got, errno = int(r), e
-			return true
-		}
-	})
+	got, errno, err := mmsg.Recv(l.rc, hdrs[:n], true)
 	if err != nil {
 		return 0, err
 	}
@@ -255,21 +243,7 @@ func (l *PacketLink) Send(pkts [][]byte) (int, error) {
 	sent := 0
 	var lastErr error
 	for i := 0; i < len(hdrs); {
-		var n int
-		var errno syscall.Errno
-		err := l.rc.Write(func(fd uintptr) bool {
-			for {
-				r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[i])), uintptr(len(hdrs)-i), 0, 0, 0)
-				switch e {
-				case unix.EINTR:
-					continue
-				case unix.EAGAIN:
-					return false
-				}
-				n, errno = int(r), e
-				return true
-			}
-		})
+		n, errno, err := mmsg.Send(l.rc, hdrs[i:])
 		if err != nil {
 			return sent, err
 		}

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openmrc/mrc/internal/mmsg"
 )
 
 // sysIPV6_HDRINCL is IPV6_HDRINCL (Linux include/uapi/linux/in6.h), which
@@ -251,21 +253,7 @@ func (b *NativeBind) sendPlane(p *nativePlane, bursts []Burst) error {
 		}
 	}
 	for i := 0; i < len(hdrs); {
-		var sent int
-		var errno syscall.Errno
-		err := p.rawRC.Write(func(fd uintptr) bool {
-			for {
-				r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[i])), uintptr(len(hdrs)-i), 0, 0, 0)
-				switch e {
-				case unix.EINTR:
-					continue
-				case unix.EAGAIN:
-					return false
-				}
-				sent, errno = int(r), e
-				return true
-			}
-		})
+		sent, errno, err := mmsg.Send(p.rawRC, hdrs[i:])
 		if err != nil {
 			return err
 		}

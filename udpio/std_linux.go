@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openmrc/mrc/internal/mmsg"
 )
 
 // IPv6 socket options golang.org/x/sys/unix does not name, from the spec
@@ -130,46 +132,12 @@ func (b *StdBind) pollFunc(plane int, s *stdSocket) ReceiveFunc {
 	}
 }
 
-// recvmmsg reads up to n messages into st.hdrs: blocking in the runtime's
+// recvmmsg reads up to n messages into hdrs: blocking in the runtime's
 // poller, or (poll) at once, returning 0 when nothing waits.
 func recvmmsg(rc syscall.RawConn, hdrs []unix.Mmsghdr, n int, poll bool) (int, error) {
-	var got int
-	var errno syscall.Errno
-	if poll {
-		err := rc.Control(func(fd uintptr) {
-			for {
-				r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
-				if e == unix.EINTR {
-					continue
-				}
-				if e == unix.EAGAIN {
-					e = 0
-					r = 0
-				}
-				got, errno = int(r), e
-				return
-			}
-		})
-		if err != nil {
-			return 0, err
-		}
-	} else {
-		err := rc.Read(func(fd uintptr) bool {
-			for {
-				r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(n), 0, 0, 0)
-				switch e {
-				case unix.EINTR:
-					continue
-				case unix.EAGAIN:
-					return false
-				}
-				got, errno = int(r), e
-				return true
-			}
-		})
-		if err != nil {
-			return 0, err
-		}
+	got, errno, err := mmsg.Recv(rc, hdrs[:n], !poll)
+	if err != nil {
+		return 0, err
 	}
 	if errno != 0 {
 		return 0, fmt.Errorf("udpio: recvmmsg: %w", errno)
@@ -397,21 +365,7 @@ func (b *StdBind) sendSocket(s *stdSocket, bursts []Burst) error {
 		}
 	}
 	for i := 0; i < len(hdrs); {
-		var sent int
-		var errno syscall.Errno
-		err := x.rc.Write(func(fd uintptr) bool {
-			for {
-				r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[i])), uintptr(len(hdrs)-i), 0, 0, 0)
-				switch e {
-				case unix.EINTR:
-					continue
-				case unix.EAGAIN:
-					return false
-				}
-				sent, errno = int(r), e
-				return true
-			}
-		})
+		sent, errno, err := mmsg.Send(x.rc, hdrs[i:])
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@
 package udpio
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -180,33 +179,11 @@ func (b *NativeBind) nativeReceive(plane int, p *nativePlane, st *rxScratch, buf
 	for i := range got {
 		h := &st.hdrs[i]
 		from := decodeSockaddr(&st.names[i])
-		var tc uint8
-		var fl uint32
-		hop := uint8(64)
-		ctrl := st.ctrl[i*recvCtrlLen : i*recvCtrlLen+int(h.Hdr.Controllen)]
-		for len(ctrl) >= unix.SizeofCmsghdr {
-			c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
-			clen := int(c.Len)
-			if clen < unix.SizeofCmsghdr || clen > len(ctrl) {
-				break
-			}
-			data := ctrl[unix.CmsgLen(0):clen]
-			switch {
-			case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
-				tc = uint8(*(*int32)(unsafe.Pointer(&data[0])))
-			case c.Level == unix.IPPROTO_IPV6 && c.Type == sysIPV6_FLOWINFO && len(data) >= 4:
-				fl = binary.BigEndian.Uint32(data) & 0xFFFFF
-			case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_HOPLIMIT && len(data) >= 4:
-				hop = uint8(*(*int32)(unsafe.Pointer(&data[0])))
-			case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
-				b.stats.overflows[plane].Store(uint64(*(*uint32)(unsafe.Pointer(&data[0]))))
-			}
-			sp := unix.CmsgSpace(clen - unix.CmsgLen(0))
-			if sp > len(ctrl) {
-				break
-			}
-			ctrl = ctrl[sp:]
+		m := parseCmsgs(st.ctrl[i*recvCtrlLen : i*recvCtrlLen+int(h.Hdr.Controllen)])
+		if m.hasOverflows {
+			b.stats.overflows[plane].Store(uint64(m.overflows))
 		}
+		tc, fl, hop := m.tclass, m.flowLabel, m.hopLimit
 		pkt := bufs[i][:nativeHeadroom+int(h.Len)]
 		rebuildHeaders(pkt, from, p.local, tc, fl, hop)
 		dgs[i] = Datagram{Buf: pkt, Plane: plane, From: from, TClass: tc, FlowLabel: fl, HasFlowLabel: true}

@@ -179,37 +179,11 @@ func (b *StdBind) receive(plane int, s *stdSocket, st *rxScratch, bufs [][]byte,
 		h := &st.hdrs[i]
 		size := int(h.Len)
 		from := decodeSockaddr(&st.names[i])
-		var tc uint8
-		var fl uint32
-		var hasFl bool
-		var seg int
-		ctrl := st.ctrl[i*recvCtrlLen : i*recvCtrlLen+int(h.Hdr.Controllen)]
-		for len(ctrl) >= unix.SizeofCmsghdr {
-			c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
-			clen := int(c.Len)
-			if clen < unix.SizeofCmsghdr || clen > len(ctrl) {
-				break
-			}
-			data := ctrl[unix.CmsgLen(0):clen]
-			switch {
-			case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
-				tc = uint8(*(*int32)(unsafe.Pointer(&data[0])))
-			case c.Level == unix.IPPROTO_IP && c.Type == unix.IP_TOS && len(data) >= 1:
-				tc = data[0]
-			case c.Level == unix.IPPROTO_IPV6 && c.Type == sysIPV6_FLOWINFO && len(data) >= 4:
-				fl = binary.BigEndian.Uint32(data) & 0xFFFFF
-				hasFl = true
-			case c.Level == unix.IPPROTO_UDP && c.Type == unix.UDP_GRO && len(data) >= 4:
-				seg = int(*(*int32)(unsafe.Pointer(&data[0])))
-			case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
-				b.stats.overflows[plane].Store(uint64(*(*uint32)(unsafe.Pointer(&data[0]))))
-			}
-			sp := unix.CmsgSpace(clen - unix.CmsgLen(0))
-			if sp > len(ctrl) {
-				break
-			}
-			ctrl = ctrl[sp:]
+		m := parseCmsgs(st.ctrl[i*recvCtrlLen : i*recvCtrlLen+int(h.Hdr.Controllen)])
+		if m.hasOverflows {
+			b.stats.overflows[plane].Store(uint64(m.overflows))
 		}
+		tc, fl, hasFl, seg := m.tclass, m.flowLabel, m.hasFlowLabel, m.gro
 		buf := bufs[i][:size]
 		if seg <= 0 || seg >= size {
 			dgs[k] = Datagram{Buf: buf, Plane: plane, From: from, TClass: tc, FlowLabel: fl, HasFlowLabel: hasFl}
@@ -225,6 +199,52 @@ func (b *StdBind) receive(plane int, s *stdSocket, st *rxScratch, bufs [][]byte,
 	}
 	b.stats.received.Add(uint64(k))
 	return k, nil
+}
+
+// recvMeta is what the control messages of one received datagram say.
+type recvMeta struct {
+	tclass       uint8
+	flowLabel    uint32
+	hasFlowLabel bool
+	hopLimit     uint8 // 64 when not reported
+	gro          int   // UDP_GRO segment size, 0 when not coalesced
+	overflows    uint32
+	hasOverflows bool
+}
+
+// parseCmsgs reads the control messages the sockets ask for: traffic
+// class (IPv6 or IPv4), flow label, hop limit, GRO segment size and the
+// receive-queue overflow count.
+func parseCmsgs(ctrl []byte) recvMeta {
+	m := recvMeta{hopLimit: 64}
+	for len(ctrl) >= unix.SizeofCmsghdr {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+		clen := int(c.Len)
+		if clen < unix.SizeofCmsghdr || clen > len(ctrl) {
+			break
+		}
+		data := ctrl[unix.CmsgLen(0):clen]
+		switch {
+		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_TCLASS && len(data) >= 4:
+			m.tclass = uint8(*(*int32)(unsafe.Pointer(&data[0])))
+		case c.Level == unix.IPPROTO_IP && c.Type == unix.IP_TOS && len(data) >= 1:
+			m.tclass = data[0]
+		case c.Level == unix.IPPROTO_IPV6 && c.Type == sysIPV6_FLOWINFO && len(data) >= 4:
+			m.flowLabel, m.hasFlowLabel = binary.BigEndian.Uint32(data)&0xFFFFF, true
+		case c.Level == unix.IPPROTO_IPV6 && c.Type == unix.IPV6_HOPLIMIT && len(data) >= 4:
+			m.hopLimit = uint8(*(*int32)(unsafe.Pointer(&data[0])))
+		case c.Level == unix.IPPROTO_UDP && c.Type == unix.UDP_GRO && len(data) >= 4:
+			m.gro = int(*(*int32)(unsafe.Pointer(&data[0])))
+		case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			m.overflows, m.hasOverflows = *(*uint32)(unsafe.Pointer(&data[0])), true
+		}
+		sp := unix.CmsgSpace(clen - unix.CmsgLen(0))
+		if sp > len(ctrl) {
+			break
+		}
+		ctrl = ctrl[sp:]
+	}
+	return m
 }
 
 func decodeSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 )
 
 // errHelp is returned when the user asked for a command's help; it exits 0.
@@ -41,4 +42,21 @@ func (fs *flagSet) parse(args []string) error {
 		return usageError{err.Error()}
 	}
 	return nil
+}
+
+// openJSON opens the destination of a --json flag: nothing for "", out for
+// "-", else the named file, created now so that a bad path fails before
+// any work. close closes the file, if any.
+func openJSON(name string, out io.Writer) (w io.Writer, close func(), err error) {
+	switch name {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return out, func() {}, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, nil, usagef("--json: %v", err)
+	}
+	return f, func() { f.Close() }, nil
 }

@@ -332,19 +332,11 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	if cfg.Duration < 0 {
 		return usagef("--duration %v: want a positive duration", cfg.Duration)
 	}
-	var jsonW io.Writer
-	switch *jsonOut {
-	case "":
-	case "-":
-		jsonW = stdout
-	default:
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return usagef("--json: %v", err)
-		}
-		defer f.Close()
-		jsonW = f
+	jsonW, closeJSON, err := openJSON(*jsonOut, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeJSON()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := perf.Run(ctx, cfg)

@@ -45,19 +45,11 @@ func runSwitch(args []string, stdout, stderr io.Writer) error {
 		printTable(stdout, t)
 		return nil
 	}
-	var jsonW io.Writer
-	switch *jsonOut {
-	case "":
-	case "-":
-		jsonW = stdout
-	default:
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return usagef("--json: %v", err)
-		}
-		defer f.Close()
-		jsonW = f
+	jsonW, closeJSON, err := openJSON(*jsonOut, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeJSON()
 	sw, err := swnet.Open(t)
 	if err != nil {
 		return usagef("%v", err)

@@ -119,6 +119,8 @@ func setupOrRun(err error) error {
 // framingFlags are the flags both sides take for native framing,
 // captures and metrics.
 type framingFlags struct {
+	addr        *string
+	cpuprofile  *string
 	native      *bool
 	ports       *string
 	paths       *string
@@ -128,8 +130,12 @@ type framingFlags struct {
 	metrics     *string
 }
 
-func addFramingFlags(fs *flagSet) *framingFlags {
+// addFramingFlags defines the flags both sides of mrc perf take; addrUsage
+// describes --addr for the side.
+func addFramingFlags(fs *flagSet, addrUsage string) *framingFlags {
 	return &framingFlags{
+		addr:        fs.String("addr", "", addrUsage),
+		cpuprofile:  fs.String("cpuprofile", "", "write a CPU profile to FILE"),
 		native:      fs.Bool("native", false, "native framing: send the core's packets as they are through raw IPv6 sockets (needs CAP_NET_RAW), receive them on UDP port 4791 of --ports"),
 		ports:       fs.String("ports", "", "native framing: this host's NIC port addresses, one per plane, comma-separated"),
 		paths:       fs.String("paths", "", "SRv6 path table FILE (usid and srv6 encapsulations; docs/udpio.md)"),
@@ -154,6 +160,36 @@ func parsePorts(s string) ([]netip.Addr, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// start parses args, starts the CPU profile, checks --addr, and opens what
+// the framing flags name (see open). stop ends the profile and closes the
+// capture.
+func (ff *framingFlags) start(fs *flagSet, args []string) (addr netip.AddrPort, ports []netip.Addr, paths *udpio.PathTable, pcapW io.Writer, stop func(), err error) {
+	if err = fs.parse(args); err != nil {
+		return
+	}
+	if fs.NArg() > 0 {
+		err = usagef("unexpected argument %q", fs.Arg(0))
+		return
+	}
+	if addr, err = parseAddr(*ff.addr); err != nil {
+		return
+	}
+	ports, paths, pcapW, closePcap, err := ff.open()
+	if err != nil {
+		return
+	}
+	stopProfile, err := startProfile(*ff.cpuprofile)
+	if err != nil {
+		closePcap()
+		return
+	}
+	stop = func() {
+		stopProfile()
+		closePcap()
+	}
+	return addr, ports, paths, pcapW, stop, nil
 }
 
 // open checks the framing flags and opens what they name; closers run at
@@ -200,30 +236,13 @@ func (ff *framingFlags) open() (ports []netip.Addr, paths *udpio.PathTable, pcap
 
 func runPerfServer(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("perf server", "--addr IP:PORT [--once] [--native --ports A,B] [--paths FILE] [--pcap FILE] [--metrics ADDR]", stderr)
-	addrFlag := fs.String("addr", "", "TCP control address to listen on; UDP uses free ports on the same IP")
 	once := fs.Bool("once", false, "serve one client, then exit (non-zero if its transfer failed)")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to FILE")
-	ff := addFramingFlags(fs)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if stop, err := startProfile(*cpuprofile); err != nil {
-		return err
-	} else {
-		defer stop()
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	addr, err := parseAddr(*addrFlag)
+	ff := addFramingFlags(fs, "TCP control address to listen on; UDP uses free ports on the same IP")
+	addr, ports, paths, pcapW, stop, err := ff.start(fs, args)
 	if err != nil {
 		return err
 	}
-	ports, paths, pcapW, closePcap, err := ff.open()
-	if err != nil {
-		return err
-	}
-	defer closePcap()
+	defer stop()
 	srv, err := perf.Listen(perf.ServerConfig{Addr: addr, Logf: func(format string, a ...any) {
 		fmt.Fprintf(stdout, "mrc perf server: "+format+"\n", a...)
 	}, Native: *ff.native, Ports: ports, Paths: paths, Pcap: pcapW, PcapFilter: *ff.pcapFilter, PcapSnaplen: *ff.pcapSnaplen,
@@ -253,7 +272,6 @@ func runPerfServer(args []string, stdout, stderr io.Writer) error {
 func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("perf client", "--addr IP:PORT [flags]", stderr)
 	var cfg perf.ClientConfig
-	addrFlag := fs.String("addr", "", "the server's control address")
 	fs.Var(sizeFlag{&cfg.Bytes}, "bytes", "bytes to transfer, with an optional K/M/G suffix (default 1G unless --duration)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "transfer for this long instead of a fixed size")
 	fs.IntVar(&cfg.Planes, "planes", 1, "planes: UDP sockets (NIC ports) per side")
@@ -276,32 +294,16 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of received packets on both sides (testing)")
 	fs.BoolVar(&cfg.SkipICRC, "skip-icrc", false, "receivers skip the inner UDP checksum and ICRC (the kernel checked the outer UDP checksum)")
 	fs.BoolVar(&cfg.TCP, "tcp", false, "baseline: the same transfer and checks over one kernel TCP connection")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to FILE")
 	fs.StringVar(&cfg.Encap, "encap", "", "encapsulation: plain, usid or srv6 (default srv6 with --native, else plain)")
 	fs.BoolVar(&cfg.NoPoll, "no-poll", false, "do not read the sockets without blocking before loss timers fire (to measure what that prevents)")
 	traceFile := fs.String("trace", "", "write the client endpoint's trace (JSON lines, docs/trace.md) to FILE")
 	fs.StringVar(&cfg.TraceFilter, "trace-filter", "", "trace only records matching this filter (kind=... ev=... plane=... t=...)")
-	ff := addFramingFlags(fs)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if stop, err := startProfile(*cpuprofile); err != nil {
-		return err
-	} else {
-		defer stop()
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	addr, err := parseAddr(*addrFlag)
+	ff := addFramingFlags(fs, "the server's control address")
+	addr, ports, paths, pcapW, stop, err := ff.start(fs, args)
 	if err != nil {
 		return err
 	}
-	ports, paths, pcapW, closePcap, err := ff.open()
-	if err != nil {
-		return err
-	}
-	defer closePcap()
+	defer stop()
 	cfg.Native, cfg.Ports, cfg.Paths, cfg.PathsFile = *ff.native, ports, paths, *ff.paths
 	cfg.Pcap, cfg.PcapFilter, cfg.PcapSnaplen, cfg.MetricsAddr = pcapW, *ff.pcapFilter, *ff.pcapSnaplen, *ff.metrics
 	if *traceFile != "" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmrc/mrc/internal/lines"
 	"github.com/openmrc/mrc/vswitch"
 )
 
@@ -91,19 +92,14 @@ func ParseTable(r io.Reader, name string) (*Table, error) {
 		route netip.Prefix
 	}
 	var routes []pending
-	sc := bufio.NewScanner(r)
-	line := 0
+	lr := lines.NewReader(r, bufio.MaxScanTokenSize)
 	sawSwitch := false
-	for sc.Scan() {
-		line++
-		s := sc.Text()
-		if i := strings.IndexByte(s, '#'); i >= 0 {
-			s = s[:i]
+	for {
+		f, ok := lr.Next()
+		if !ok {
+			break
 		}
-		f := strings.Fields(s)
-		if len(f) == 0 {
-			continue
-		}
+		line := lr.Line()
 		bad := func(format string, a ...any) error {
 			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
 		}
@@ -160,7 +156,7 @@ func ParseTable(r io.Reader, name string) (*Table, error) {
 			return nil, bad("unknown directive %q (want switch, port, queue, route or default)", f[0])
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(t.Ports) == 0 {

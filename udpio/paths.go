@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"strings"
 
 	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/lines"
 )
 
 // PathTable is a node's static SRv6 configuration (digest §3.12): for each
@@ -37,20 +37,14 @@ type PathTable struct {
 // ParsePathTable reads a path table; name labels errors ("name:line: ...").
 func ParsePathTable(r io.Reader, name string) (*PathTable, error) {
 	t := &PathTable{paths: map[netip.Addr][][16]byte{}}
-	sc := bufio.NewScanner(r)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := sc.Text()
-		if i := strings.IndexByte(s, '#'); i >= 0 {
-			s = s[:i]
-		}
-		f := strings.Fields(s)
-		if len(f) == 0 {
-			continue
+	lr := lines.NewReader(r, bufio.MaxScanTokenSize)
+	for {
+		f, ok := lr.Next()
+		if !ok {
+			break
 		}
 		bad := func(format string, a ...any) error {
-			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
+			return fmt.Errorf("%s:%d: %s", name, lr.Line(), fmt.Sprintf(format, a...))
 		}
 		if f[0] != "path" {
 			return nil, bad("unknown directive %q (want: path <address> <uSID container>...)", f[0])
@@ -73,7 +67,7 @@ func ParsePathTable(r io.Reader, name string) (*PathTable, error) {
 			t.paths[to] = append(t.paths[to], a.As16())
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := lr.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(t.paths) == 0 {

@@ -5,7 +5,6 @@
 package htsim
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmrc/mrc/internal/lines"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 )
@@ -31,35 +31,18 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 }
 
+// lineReader is a lines.Reader whose errors name the file and line.
 type lineReader struct {
+	*lines.Reader
 	name string
-	sc   *bufio.Scanner
-	line int
-}
-
-// next returns the next non-blank, non-comment line split into fields.
-func (r *lineReader) next() ([]string, bool) {
-	for r.sc.Scan() {
-		r.line++
-		s := r.sc.Text()
-		if i := strings.IndexByte(s, '#'); i >= 0 {
-			s = s[:i]
-		}
-		if f := strings.Fields(s); len(f) > 0 {
-			return f, true
-		}
-	}
-	return nil, false
 }
 
 func (r *lineReader) errf(format string, a ...any) error {
-	return &Error{File: r.name, Line: r.line, Msg: fmt.Sprintf(format, a...)}
+	return &Error{File: r.name, Line: r.Line(), Msg: fmt.Sprintf(format, a...)}
 }
 
 func newReader(name string, in io.Reader) *lineReader {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	return &lineReader{name: name, sc: sc}
+	return &lineReader{Reader: lines.NewReader(in, 1<<20), name: name}
 }
 
 // ReadCMFile reads a connection matrix from a file.
@@ -86,7 +69,7 @@ func ReadCM(name string, in io.Reader) (*workload.Workload, int, error) {
 	nodes, conns, trigs := -1, -1, 0
 	seenIDs := map[int]int{}
 	for {
-		f, ok := r.next()
+		f, ok := r.Next()
 		if !ok {
 			break
 		}
@@ -131,22 +114,22 @@ func ReadCM(name string, in io.Reader) (*workload.Workload, int, error) {
 			if prev, dup := seenIDs[fl.ID]; dup {
 				return nil, 0, r.errf("flow id %d already used on line %d", fl.ID, prev)
 			}
-			seenIDs[fl.ID] = r.line
+			seenIDs[fl.ID] = r.Line()
 			w.Flows = append(w.Flows, fl)
 		default:
 			return nil, 0, r.errf("unexpected %q: want a header (Nodes, Connections, Triggers), a flow src->dst or a trigger line", f[0])
 		}
 	}
-	if err := r.sc.Err(); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, 0, &Error{File: name, Msg: err.Error()}
 	}
 	switch {
 	case nodes < 0:
 		return nil, 0, &Error{File: name, Msg: "no Nodes line"}
 	case conns >= 0 && conns != len(w.Flows):
-		return nil, 0, &Error{File: name, Line: r.line, Msg: fmt.Sprintf("Connections says %d, the file has %d flows", conns, len(w.Flows))}
+		return nil, 0, &Error{File: name, Line: r.Line(), Msg: fmt.Sprintf("Connections says %d, the file has %d flows", conns, len(w.Flows))}
 	case trigs != len(w.Triggers):
-		return nil, 0, &Error{File: name, Line: r.line, Msg: fmt.Sprintf("Triggers says %d, the file has %d trigger lines", trigs, len(w.Triggers))}
+		return nil, 0, &Error{File: name, Line: r.Line(), Msg: fmt.Sprintf("Triggers says %d, the file has %d trigger lines", trigs, len(w.Triggers))}
 	}
 	if err := w.Validate(nodes); err != nil {
 		return nil, 0, &Error{File: name, Msg: err.Error()}
@@ -291,7 +274,7 @@ func ReadTopo(name string, in io.Reader) (*TopoFile, error) {
 	tiers := -1
 	cur := -1
 	for {
-		f, ok := r.next()
+		f, ok := r.Next()
 		if !ok {
 			break
 		}
@@ -366,7 +349,7 @@ func ReadTopo(name string, in io.Reader) (*TopoFile, error) {
 			return nil, r.errf("unknown key %q", f[0])
 		}
 	}
-	if err := r.sc.Err(); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
 	if t.Nodes < 2 {

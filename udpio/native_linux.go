@@ -159,17 +159,7 @@ func (b *NativeBind) nativeReceive(plane int, p *nativePlane, st *rxScratch, buf
 		if len(buf) <= nativeHeadroom {
 			return 0, errSmallBatch
 		}
-		st.iovs[i].Base = &buf[nativeHeadroom]
-		st.iovs[i].SetLen(len(buf) - nativeHeadroom)
-		h := &st.hdrs[i]
-		h.Hdr.Name = (*byte)(unsafe.Pointer(&st.names[i]))
-		h.Hdr.Namelen = unix.SizeofSockaddrInet6
-		h.Hdr.Iov = &st.iovs[i]
-		h.Hdr.SetIovlen(1)
-		h.Hdr.Control = &st.ctrl[i*recvCtrlLen]
-		h.Hdr.SetControllen(recvCtrlLen)
-		h.Hdr.Flags = 0
-		h.Len = 0
+		st.setBuf(i, buf[nativeHeadroom:])
 	}
 	got, err := recvmmsg(p.udpRC, st.hdrs, n, poll)
 	if err != nil || got == 0 {

@@ -117,6 +117,22 @@ func newRxScratch() *rxScratch {
 	}
 }
 
+// setBuf points message i at buf and resets its name and control space
+// for the next recvmmsg. buf must not be empty.
+func (st *rxScratch) setBuf(i int, buf []byte) {
+	st.iovs[i].Base = &buf[0]
+	st.iovs[i].SetLen(len(buf))
+	h := &st.hdrs[i]
+	h.Hdr.Name = (*byte)(unsafe.Pointer(&st.names[i]))
+	h.Hdr.Namelen = unix.SizeofSockaddrInet6
+	h.Hdr.Iov = &st.iovs[i]
+	h.Hdr.SetIovlen(1)
+	h.Hdr.Control = &st.ctrl[i*recvCtrlLen]
+	h.Hdr.SetControllen(recvCtrlLen)
+	h.Hdr.Flags = 0
+	h.Len = 0
+}
+
 func (b *StdBind) receiveFunc(plane int, s *stdSocket) ReceiveFunc {
 	st := newRxScratch()
 	return func(bufs [][]byte, dgs []Datagram) (int, error) {
@@ -157,17 +173,7 @@ func (b *StdBind) receive(plane int, s *stdSocket, st *rxScratch, bufs [][]byte,
 		if len(buf) == 0 {
 			return 0, errSmallBatch
 		}
-		st.iovs[i].Base = &buf[0]
-		st.iovs[i].SetLen(len(buf))
-		h := &st.hdrs[i]
-		h.Hdr.Name = (*byte)(unsafe.Pointer(&st.names[i]))
-		h.Hdr.Namelen = unix.SizeofSockaddrInet6
-		h.Hdr.Iov = &st.iovs[i]
-		h.Hdr.SetIovlen(1)
-		h.Hdr.Control = &st.ctrl[i*recvCtrlLen]
-		h.Hdr.SetControllen(recvCtrlLen)
-		h.Hdr.Flags = 0
-		h.Len = 0
+		st.setBuf(i, buf)
 	}
 	got, err := recvmmsg(s.sys.rc, st.hdrs, n, poll)
 	if err != nil || got == 0 {

@@ -292,6 +292,24 @@ func (st *clientState) tap(tx mrc.Transmit, pkt []byte) {
 // retries.
 var ErrPeerGone = errors.New("the server stopped responding")
 
+// handshake sends h on the control connection and returns the server's
+// answer, allowing 10 s for the exchange.
+func handshake(conn net.Conn, lc *lineConn, h hello) (ready, error) {
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := lc.send(h); err != nil {
+		return ready{}, fmt.Errorf("control connection: %w", err)
+	}
+	var r ready
+	if err := lc.recv(&r); err != nil {
+		return ready{}, err
+	}
+	if r.Error != "" {
+		return ready{}, fmt.Errorf("server refused the session: %s", r.Error)
+	}
+	conn.SetDeadline(time.Time{})
+	return r, nil
+}
+
 // Run runs one client transfer. Setup failures are *SetupError.
 func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	cfg.defaults()
@@ -375,21 +393,13 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn,
 		EVs: cfg.EVs, SourcePorts: cfg.SourcePorts, FlowLabels: cfg.FlowLabels, BaseRTT: cfg.BaseRTT,
 		LossTimeout: cfg.LossTimeout, Drop: cfg.Drop, SkipICRC: cfg.SkipICRC, Native: cfg.Native, Encap: cfg.Encap}
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := lc.send(h); err != nil {
-		return nil, fmt.Errorf("control connection: %w", err)
-	}
-	var r ready
-	if err := lc.recv(&r); err != nil {
+	r, err := handshake(conn, lc, h)
+	if err != nil {
 		return nil, err
-	}
-	if r.Error != "" {
-		return nil, fmt.Errorf("server refused the session: %s", r.Error)
 	}
 	if len(r.Ports) != cfg.Planes || len(r.Sockets) != cfg.Planes {
 		return nil, fmt.Errorf("server answered with %d planes, want %d", len(r.Ports), cfg.Planes)
 	}
-	conn.SetDeadline(time.Time{})
 	if err := ses.AddPeer(udpio.Peer{Ports: r.Ports, Sockets: r.Sockets}); err != nil {
 		return nil, err
 	}

@@ -51,18 +51,9 @@ func tcpServe(conn net.Conn, lc *lineConn, h hello) (ServerReport, error) {
 // runTCP is Run's kernel-TCP baseline.
 func runTCP(ctx context.Context, cfg ClientConfig, conn *net.TCPConn, lc *lineConn) (*Result, error) {
 	h := hello{Version: Version, Planes: 1, Chunk: cfg.Chunk, RingChunks: cfg.RingChunks, Bytes: cfg.Bytes, Seed: cfg.Seed, TCP: true}
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := lc.send(h); err != nil {
-		return nil, fmt.Errorf("control connection: %w", err)
-	}
-	var r ready
-	if err := lc.recv(&r); err != nil {
+	if _, err := handshake(conn, lc, h); err != nil {
 		return nil, err
 	}
-	if r.Error != "" {
-		return nil, fmt.Errorf("server refused the session: %s", r.Error)
-	}
-	conn.SetDeadline(time.Time{})
 	pat := pattern(cfg.Seed, cfg.Chunk*(cfg.RingChunks+1))
 	var end time.Time
 	if cfg.Duration > 0 {

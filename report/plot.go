@@ -136,13 +136,21 @@ func (r *Report) xLimit() (float64, map[string]bool) {
 	return limit, past
 }
 
-// lineStyle gives series i a colour and, beyond the palette, a dash.
-func styleLine(l *plotter.Line, i int) {
+// addSeries draws pts as series i of p with a legend entry: series i
+// has a colour and, beyond the palette, a dash.
+func addSeries(p *plot.Plot, pts plotter.XYs, i int, label string) error {
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
 	l.Color = plotutil.Color(i)
 	l.Width = vg.Points(1.5)
 	if i >= 7 {
 		l.Dashes = plotutil.Dashes(i / 7)
 	}
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return nil
 }
 
 // failureMarkers draws a dashed vertical line at each distinct failure
@@ -197,17 +205,13 @@ func (r *Report) goodputPlot() (*plot.Plot, error) {
 				top = max(top, s.TotalGbps[j])
 			}
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		styleLine(l, i)
-		p.Add(l)
 		label := x.Transport
 		if past[x.Transport] {
 			label += " (runs on to " + Duration(x.SimTimeNs) + ")"
 		}
-		p.Legend.Add(label, l)
+		if err := addSeries(p, pts, i, label); err != nil {
+			return nil, err
+		}
 	}
 	p.X.Min, p.X.Max = 0, limit
 	p.Y.Min, p.Y.Max = 0, math.Max(top, 1)*1.3
@@ -258,17 +262,13 @@ func (r *Report) fctPlot() (*plot.Plot, error) {
 		if len(pts) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		styleLine(l, i)
-		p.Add(l)
 		label := x.Transport
 		if x.FlowsCompleted < x.Flows {
 			label += fmt.Sprintf(" (%d of %d flows)", x.FlowsCompleted, x.Flows)
 		}
-		p.Legend.Add(label, l)
+		if err := addSeries(p, pts, i, label); err != nil {
+			return nil, err
+		}
 	}
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top, p.Legend.Left = false, false
@@ -363,13 +363,9 @@ func (r *Report) planeSeriesPlot(x *Result) (*plot.Plot, error) {
 				top = max(top, v)
 			}
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
+		if err := addSeries(p, pts, pl, fmt.Sprintf("plane %d", pl)); err != nil {
 			return nil, err
 		}
-		styleLine(l, pl)
-		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("plane %d", pl), l)
 	}
 	limit, _ := r.xLimit()
 	p.X.Min, p.X.Max = 0, math.Min(limit, float64(x.SimTimeNs)/1e3)

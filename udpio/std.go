@@ -246,3 +246,19 @@ type stdSocket struct {
 	plane int
 	sys   stdSockSys // platform part
 }
+
+// listenStd binds a UDP socket to a (udp4 for an IPv4 address, else
+// udp6) for plane; its local address is unmapped.
+func listenStd(plane int, a netip.AddrPort) (*stdSocket, error) {
+	network := "udp6"
+	v4 := a.Addr().Is4()
+	if v4 {
+		network = "udp4"
+	}
+	conn, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(a))
+	if err != nil {
+		return nil, err
+	}
+	la := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	return &stdSocket{conn: conn, local: netip.AddrPortFrom(la.Addr().Unmap(), la.Port()), v4: v4, plane: plane}, nil
+}

@@ -13,21 +13,15 @@ import (
 type stdSockSys struct{}
 
 func (b *StdBind) openSocket(plane int, a netip.AddrPort, primary bool) (*stdSocket, error) {
-	network := "udp6"
-	v4 := a.Addr().Is4()
-	if v4 {
-		network = "udp4"
-	}
-	conn, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(a))
+	s, err := listenStd(plane, a)
 	if err != nil {
 		return nil, err
 	}
-	_ = conn.SetReadBuffer(b.cfg.RecvBuffer)
-	_ = conn.SetWriteBuffer(b.cfg.SendBuffer)
-	la := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	_ = s.conn.SetReadBuffer(b.cfg.RecvBuffer)
+	_ = s.conn.SetWriteBuffer(b.cfg.SendBuffer)
 	b.gso.Store(false)
 	b.gro = false
-	return &stdSocket{conn: conn, local: netip.AddrPortFrom(la.Addr().Unmap(), la.Port()), v4: v4, plane: plane}, nil
+	return s, nil
 }
 
 func (b *StdBind) receiveFunc(plane int, s *stdSocket) ReceiveFunc {

@@ -44,22 +44,16 @@ type stdSockSys struct {
 }
 
 func (b *StdBind) openSocket(plane int, a netip.AddrPort, primary bool) (*stdSocket, error) {
-	network := "udp6"
-	v4 := a.Addr().Is4()
-	if v4 {
-		network = "udp4"
-	}
-	conn, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(a))
+	s, err := listenStd(plane, a)
 	if err != nil {
 		return nil, err
 	}
+	conn, v4 := s.conn, s.v4
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	la := conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	s := &stdSocket{conn: conn, local: netip.AddrPortFrom(la.Addr().Unmap(), la.Port()), v4: v4, plane: plane}
 	s.sys.rc = rc
 	var serr error
 	err = rc.Control(func(fd uintptr) {

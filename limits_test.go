@@ -23,7 +23,6 @@ func TestWriteImmLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := &transfer{t: t, net: n, done: map[uint64]int{}, imms: map[uint32]int{}}
 		qs := [2]*mrc.QP{}
 		for s := range 2 {
 			qs[s], _ = n.Endpoint(testnet.Side(s)).CreateQP()
@@ -41,23 +40,7 @@ func TestWriteImmLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		x.qa, x.qb = qs[0], qs[1]
-		x.src = make([]byte, 40*4096)
-		x.dst = make([]byte, len(x.src)+2*guard)
-		for i := range x.dst {
-			x.dst[i] = 0xA5
-		}
-		x.dstMR, _ = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard : guard+len(x.src)])
-		n.OnEvent = func(s testnet.Side, ev mrc.Event) {
-			switch {
-			case ev.Kind == mrc.EventWriteDone && ev.Err == nil:
-				x.done[ev.WRID]++
-			case ev.Kind == mrc.EventRecvImm:
-				x.imms[ev.Imm]++
-			case ev.Kind == mrc.EventQPError || ev.Err != nil:
-				x.errs = append(x.errs, ev)
-			}
-		}
+		x := newTransferOn(t, n, qs[0], qs[1], 21, 40*4096)
 		x.postAllImm(40)
 		n.RunUntil(mtime.Time(time.Second), x.finished)
 		return x

@@ -37,8 +37,15 @@ func newTransfer(t testing.TB, cfg testnet.Config, ev mrc.EVProfile, rts mrc.RTS
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTransferOn(t, n, qa, qb, cfg.Seed, size)
+}
+
+// newTransferOn prepares size random bytes (from seed) to move from qa to
+// qb, two connected QPs of n, and collects n's events.
+func newTransferOn(t testing.TB, n *testnet.Net, qa, qb *mrc.QP, seed uint64, size int) *transfer {
+	t.Helper()
 	x := &transfer{t: t, net: n, qa: qa, qb: qb, done: map[uint64]int{}, imms: map[uint32]int{}}
-	r := rand.New(rand.NewPCG(cfg.Seed, 77))
+	r := rand.New(rand.NewPCG(seed, 77))
 	x.src = make([]byte, size)
 	for i := range x.src {
 		x.src[i] = byte(r.Uint32())
@@ -49,6 +56,7 @@ func newTransfer(t testing.TB, cfg testnet.Config, ev mrc.EVProfile, rts mrc.RTS
 	for i := range x.dst {
 		x.dst[i] = 0xA5
 	}
+	var err error
 	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard : guard+size]); err != nil {
 		t.Fatal(err)
 	}

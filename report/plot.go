@@ -172,7 +172,7 @@ func (r *Report) goodputPlot() (*plot.Plot, error) {
 		}
 	}
 	yTop := math.Max(top/ru.div, 1)
-	if err := r.failureMarkers(p, tu, yTop*1.05); err != nil {
+	if err := r.failureMarkers(p, tu, yTop*1.05, limit/tu.div); err != nil {
 		return nil, err
 	}
 	p.X.Min, p.X.Max = 0, limit/tu.div
@@ -415,7 +415,7 @@ func (r *Report) planeSeriesPlot(x *Result) (*plot.Plot, error) {
 		}
 	}
 	yTop := math.Max(top/ru.div, 1)
-	if err := r.failureMarkers(p, tu, yTop*1.05); err != nil {
+	if err := r.failureMarkers(p, tu, yTop*1.05, end/tu.div); err != nil {
 		return nil, err
 	}
 	p.X.Min, p.X.Max = 0, end/tu.div

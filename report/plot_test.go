@@ -161,3 +161,15 @@ func TestWritePlots(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelX checks that a marker label starts right of the markers its
+// text would cross, and stays put when none is near.
+func TestLabelX(t *testing.T) {
+	marks := []float64{30, 40, 120, 900}
+	if got := labelX(30, "t1-3 switch down", marks, 2000); got != 120 {
+		t.Errorf("label at 30 starts at %v, want 120 (past the markers at 40 and 120)", got)
+	}
+	if got := labelX(900, "t1-3 switch down", marks, 2000); got != 900 {
+		t.Errorf("label at 900 moved to %v", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -242,10 +243,15 @@ func planesOf(elems []string) string {
 const maxMarkerLabels = 4
 
 // failureMarkers draws a dashed vertical line from y 0 to top at each
-// time failures start (red) and are repaired (green), in time unit u,
-// each start labelled with what failed; one legend entry each.
-func (r *Report) failureMarkers(p *plot.Plot, u unit, top float64) error {
+// time failures start (red) and are repaired (green), in time unit u on
+// an axis that ends at xMax, each start labelled with what failed; one
+// legend entry each.
+func (r *Report) failureMarkers(p *plot.Plot, u unit, top, xMax float64) error {
 	starts, repairs := r.failureEvents()
+	var marks []float64 // every marker's x
+	for _, e := range slices.Concat(starts, repairs) {
+		marks = append(marks, float64(e.AtNs)/1e3/u.div)
+	}
 	add := func(evs []failureEvent, c color.Color, what string, labelled int) error {
 		var at plotter.XYs
 		var labels []string
@@ -265,8 +271,9 @@ func (r *Report) failureMarkers(p *plot.Plot, u unit, top float64) error {
 				p.Legend.Add(name, l)
 			}
 			if i < labelled {
-				// Later labels sit lower, so that close times stay legible.
-				at = append(at, plotter.XY{X: x, Y: top * (1 - 0.06*float64(i))})
+				// Later labels sit lower, so that close times stay
+				// legible.
+				at = append(at, plotter.XY{X: labelX(x, e.Label, marks, xMax), Y: top * (1 - 0.06*float64(i))})
 				labels = append(labels, e.Label)
 			}
 		}
@@ -290,6 +297,23 @@ func (r *Report) failureMarkers(p *plot.Plot, u unit, top float64) error {
 		return err
 	}
 	return add(repairs, repairColour, "repair", 0)
+}
+
+// labelX returns where a marker label at x starts so that no other
+// marker (at marks) crosses its text: right of the last marker under it.
+// The text is taken as 0.85% of the axis (which ends at xMax) per
+// character, about right for 8-point labels on a plot 8 inches wide.
+func labelX(x float64, label string, marks []float64, xMax float64) float64 {
+	width := 0.0085 * xMax * float64(utf8.RuneCountInString(label))
+	for moved := true; moved; {
+		moved = false
+		for _, m := range marks {
+			if m > x && m < x+width {
+				x, moved = m, true
+			}
+		}
+	}
+	return x
 }
 
 // cdfOverlap reports whether two CDFs (sorted values over n flows each)

@@ -256,9 +256,32 @@ func singleSwitch(p Params, tiers int) Design {
 		MaxGPUsThreeTier:    MaxGPUs(3, r),
 		Failures:            []LinkFailure{linkFailure("NIC-T0", "NIC", p.Planes, p.Planes)},
 		Notes: []string{fmt.Sprintf(
-			"%s GPUs fit on one %d-port switch%s: planned as that switch alone (%s of its ports used) rather than a %s Clos, whose upper tiers would join one or two T0s by hundreds of parallel links; the %s design starts above %s GPUs",
-			count(n), r, perPlane, count(n), tierWords(tiers), tierWords(tiers), count(r))},
+			"%s fit%s on one %d-port switch%s: planned as that switch alone (%s of its ports used) rather than a %s Clos, which at this size would join %s to the T1 tier by bundles of up to %d parallel links; the %s design starts above %s GPUs",
+			gpus(n), verbS(n), r, perPlane, count(n), tierWords(tiers), t0s(ceilDiv(n, r/2)), r/2, tierWords(tiers), count(r))},
 	}
+}
+
+// gpus says "1 GPU", "8 GPUs"; verbS is the verb's "s" that goes with
+// n; t0s says "its T0", "its 2 T0s".
+func gpus(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return count(n) + " GPUs"
+}
+
+func verbS(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+func t0s(n int) string {
+	if n == 1 {
+		return "its T0"
+	}
+	return fmt.Sprintf("its %d T0s", n)
 }
 
 func tierWords(tiers int) string {

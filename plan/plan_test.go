@@ -535,7 +535,7 @@ func checkSingleSwitch(d Design) []string {
 	if len(d.Failures) != 1 || d.Failures[0] != linkFailure("NIC-T0", "NIC", d.Planes, d.Planes) {
 		fail("single switch failures %+v", d.Failures)
 	}
-	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], fmt.Sprintf("fit on one %d-port switch", r)) {
+	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], fmt.Sprintf(" on one %d-port switch", r)) {
 		fail("single switch notes %q", d.Notes)
 	}
 	return bad

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -410,17 +411,28 @@ func (d *decoder) udp(off int, v6 bool, fl uint32, csum func([]byte) uint16, icr
 	_, _ = h.Decode(b[off:])
 	d.f.BTH = bthOf(&h)
 	op := h.Opcode
-	if !op.Known() {
-		if op>>5 == 0b110 {
-			d.problem("unknown MRC opcode %#02x", uint8(op))
-		} else {
-			d.problem("not MRC: RoCE opcode %#02x", uint8(op))
+	var hdrEnd int
+	var isData bool
+	switch rop := roce.Opcode(op); {
+	case op.Known():
+		d.f.MRC = true
+		hdrEnd, isData = off+op.HeaderLen(h.TS), op.IsData()
+		if !d.ext(&h, off+wire.BTHLen) {
+			return
 		}
+	case rop.Known():
+		// A RoCEv2 RC packet (our baseline's): its UDP source port is an
+		// ECMP hash, not an EV.
+		d.f.RoCE, d.f.EV = true, nil
+		hdrEnd, isData = off+rop.HeaderLen(), rop.IsData()
+		if !d.roceExt(rop, off+wire.BTHLen) {
+			return
+		}
+	case op>>5 == 0b110:
+		d.problem("unknown MRC opcode %#02x", uint8(op))
 		return
-	}
-	d.f.MRC = true
-	hdrEnd := off + op.HeaderLen(h.TS)
-	if !d.ext(&h, off+wire.BTHLen) {
+	default:
+		d.problem("not MRC: RoCE opcode %#02x not decoded", uint8(op))
 		return
 	}
 	if hdrEnd > udpEnd {
@@ -429,23 +441,24 @@ func (d *decoder) udp(off int, v6 bool, fl uint32, csum func([]byte) uint16, icr
 	}
 	rem := udpEnd - hdrEnd
 	have := len(b) // captured bytes of the frame
+	opName := d.f.BTH.OpcodeName
 	switch {
-	case rem == 0 && op.IsData():
+	case rem == 0 && isData && d.f.MRC:
 		d.f.Trimmed = true
 	case rem == 0:
-		d.problem("no ICRC: the UDP length ends right after the %s headers", op)
+		d.problem("no ICRC: the UDP length ends right after the %s headers", opName)
 	case rem < int(h.PadCnt)+wire.ICRCLen:
 		d.problem("inconsistent lengths: %d bytes after the headers cannot hold pad %d and the ICRC", rem, h.PadCnt)
 		return
 	default:
 		n := rem - int(h.PadCnt) - wire.ICRCLen
-		if n > 0 || op.IsData() {
+		if n > 0 || isData {
 			d.f.Data = &Payload{Len: n, Captured: min(max(have-hdrEnd, 0), n), Pad: int(h.PadCnt)}
 		} else if h.PadCnt != 0 {
 			d.problem("pad count %d on a packet without payload", h.PadCnt)
 		}
-		if n > 0 && !op.IsData() {
-			d.problem("%d bytes of payload on a %s packet", n, op)
+		if n > 0 && !isData {
+			d.problem("%d bytes of payload on a %s packet", n, opName)
 		}
 	}
 	if !consistent {
@@ -508,59 +521,36 @@ func (d *decoder) udp(off int, v6 bool, fl uint32, csum func([]byte) uint16, icr
 func (d *decoder) ext(h *wire.BTH, off int) bool {
 	b := d.b
 	f := d.f
-	need := func(name string, n int) bool {
-		if len(b) < off+n {
-			d.truncated(name, off, n)
-			return false
-		}
-		return true
-	}
 	switch op := h.Opcode; {
 	case op.IsData():
-		if !need("METH", wire.METHLen) {
+		if !d.need("METH", off, wire.METHLen) {
 			return false
 		}
 		var m wire.METH
 		off += must(m.Decode(b[off:]))
 		f.METH = &METH{RQMSN: int(m.RQMSN), MSN: int(m.MSN)}
 		if h.TS {
-			if !need("TSETH", wire.TSETHLen) {
+			if !d.need("TSETH", off, wire.TSETHLen) {
 				return false
 			}
 			var t wire.TSETH
 			off += must(t.Decode(b[off:]))
 			f.TSETH = tsethOf(&t)
 		}
-		if !need("RETH", wire.RETHLen) {
+		if !d.reth(&off) || op.HasImm() && !d.immdt(&off) {
 			return false
-		}
-		var r wire.RETH
-		off += must(r.Decode(b[off:]))
-		f.RETH = &RETH{VA: fmt.Sprintf("0x%016x", r.VA), RKey: r.RKey, DMALen: r.DMALen}
-		if op.HasImm() {
-			if !need("ImmDt", wire.ImmDtLen) {
-				return false
-			}
-			var i wire.ImmDt
-			must(i.Decode(b[off:]))
-			f.ImmDt = &ImmDt{Value: uint32(i)}
 		}
 	case op == wire.OpAck:
-		if !need("AETH", wire.AETHLen) {
-			return false
-		}
-		var a wire.AETH
-		must(a.Decode(b[off:]))
-		f.AETH = &AETH{Syndrome: int(a.Syndrome), SyndromeName: syndromeName(a.Syndrome), MSN: int(a.MSN)}
+		return d.aeth(&off)
 	case op == wire.OpSACK:
-		if !need("SETH+CC_STATE", wire.SACKLen) {
+		if !d.need("SETH+CC_STATE", off, wire.SACKLen) {
 			return false
 		}
 		var s wire.SACK
 		must(s.Decode(b[off:]))
 		f.SACK = sackOf(&s)
 	case op == wire.OpNACK:
-		if !need("NETH", wire.NETHLen) {
+		if !d.need("NETH", off, wire.NETHLen) {
 			return false
 		}
 		var n wire.NACK
@@ -570,7 +560,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			SPDCID: int(n.SPDCID), DPDCID: int(n.DPDCID), Resv12: int(n.Resv12), NackPSN: int(n.NackPSN),
 			CCType: int(n.CCType), CCFlags: int(n.CCFlags), Resv17: int(n.Resv17), TxTimestamp: int(n.TxTimestamp)}
 	case op == wire.OpProbe:
-		if !need("PETH", wire.PETHLen) {
+		if !d.need("PETH", off, wire.PETHLen) {
 			return false
 		}
 		var p wire.Probe
@@ -579,7 +569,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			VendorInfo: int(p.VendorInfo), ProbeID: int(p.ProbeID), Resv6: int(p.Resv6), SPDCID: int(p.SPDCID),
 			DPDCID: int(p.DPDCID), TSETH: *tsethOf(&p.TS)}
 	case op == wire.OpEndpointRequest:
-		if !need("ERTH", wire.ERTHLen) {
+		if !d.need("ERTH", off, wire.ERTHLen) {
 			return false
 		}
 		var r wire.EPRequest
@@ -588,7 +578,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			Resv2: int(r.Resv2), VendorInfo: int(r.VendorInfo), PortStatusMask: r.PortStatusMask,
 			PlanesUp: planesUp(r.PortStatusMask), Resv8: r.Resv8, TSETH: *tsethOf(&r.TS)}
 	case op == wire.OpEndpointResponse:
-		if !need("EETH", wire.EETHLen) {
+		if !d.need("EETH", off, wire.EETHLen) {
 			return false
 		}
 		var r wire.EPResponse
@@ -597,6 +587,62 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			Resv2: int(r.Resv2), PortStatusMask: r.PortStatusMask, PlanesUp: planesUp(r.PortStatusMask), ReqID: int(r.ReqID),
 			Resv10: fmt.Sprintf("%x", r.Resv10), TxTimestamp: int(r.TxTimestamp), Resv30: fmt.Sprintf("%x", r.Resv30)}
 	}
+	return true
+}
+
+// roceExt decodes the extension headers of a RoCEv2 RC packet of opcode
+// op starting at off: RETH and ImmDt of the RDMA WRITEs, AETH of an
+// ACKNOWLEDGE (a CNP's reserved block shows nowhere). It reports false
+// when the capture ends inside them.
+func (d *decoder) roceExt(op roce.Opcode, off int) bool {
+	if op.HasRETH() && !d.reth(&off) || op.HasImm() && !d.immdt(&off) {
+		return false
+	}
+	if op == roce.OpAck {
+		return d.aeth(&off)
+	}
+	return true
+}
+
+// need reports whether n bytes of header name are captured at off, and
+// reports the truncation when they are not.
+func (d *decoder) need(name string, off, n int) bool {
+	if len(d.b) < off+n {
+		d.truncated(name, off, n)
+		return false
+	}
+	return true
+}
+
+// reth, immdt and aeth decode that header at *off and advance *off past
+// it; they report false when the capture ends inside it.
+func (d *decoder) reth(off *int) bool {
+	if !d.need("RETH", *off, wire.RETHLen) {
+		return false
+	}
+	var r wire.RETH
+	*off += must(r.Decode(d.b[*off:]))
+	d.f.RETH = &RETH{VA: fmt.Sprintf("0x%016x", r.VA), RKey: r.RKey, DMALen: r.DMALen}
+	return true
+}
+
+func (d *decoder) immdt(off *int) bool {
+	if !d.need("ImmDt", *off, wire.ImmDtLen) {
+		return false
+	}
+	var i wire.ImmDt
+	*off += must(i.Decode(d.b[*off:]))
+	d.f.ImmDt = &ImmDt{Value: uint32(i)}
+	return true
+}
+
+func (d *decoder) aeth(off *int) bool {
+	if !d.need("AETH", *off, wire.AETHLen) {
+		return false
+	}
+	var a wire.AETH
+	*off += must(a.Decode(d.b[*off:]))
+	d.f.AETH = &AETH{Syndrome: int(a.Syndrome), SyndromeName: syndromeName(a.Syndrome), MSN: int(a.MSN)}
 	return true
 }
 
@@ -670,6 +716,9 @@ func planesUp(mask uint32) []int {
 func opcodeName(op wire.Opcode) string {
 	if op.Known() {
 		return op.String()
+	}
+	if rop := roce.Opcode(op); rop.Known() {
+		return "RoCE " + rop.String()
 	}
 	if op < 0xC0 {
 		return fmt.Sprintf("RoCE opcode %#02x (not MRC)", uint8(op))

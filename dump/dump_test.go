@@ -12,6 +12,7 @@ import (
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -121,8 +122,33 @@ func edgeCases(t testing.TB) []edgeCase {
 	badICRC[len(badICRC)-8] ^= 0xFF // a payload byte: UDP checksum and ICRC both wrong
 	unknown := bytes.Clone(ackPkt)
 	unknown[wire.IPv6Len+wire.UDPLen] = 0xDF
-	roce := bytes.Clone(ackPkt)
-	roce[wire.IPv6Len+wire.UDPLen] = 0x0A // RC RDMA WRITE_ONLY
+	send := bytes.Clone(ackPkt)
+	send[wire.IPv6Len+wire.UDPLen] = 0x04 // RC SEND_ONLY: not a RoCE packet our baseline sends
+
+	// RoCEv2 RC packets as our RoCE baseline sends them: a WRITE_FIRST
+	// with a phantom payload, a WRITE_ONLY_IMM with a real one, an
+	// ACKNOWLEDGE carrying a NAK, and a CNP.
+	rc := func(op roce.Opcode, psn uint32) roce.Packet {
+		return roce.Packet{
+			IP:  wire.IPv6{TrafficClass: 26 << 2, HopLimit: 64, Src: hostA, Dst: hostB, FlowLabel: 0x46ed5},
+			UDP: wire.UDP{SrcPort: 49769, DstPort: wire.UDPPortRoCEv2},
+			BTH: wire.BTH{Opcode: wire.Opcode(op), PKey: wire.PKeyDefault, DestQP: 0x100, PSN: psn},
+		}
+	}
+	wf := rc(roce.OpWriteFirst, 0)
+	wf.RETH = wire.RETH{VA: 0x100000000, RKey: 0x62, DMALen: 1 << 20}
+	wf.PayloadLen = 4096
+	roceFirst := roce.AppendPacket(nil, &wf, nil)
+	wi := rc(roce.OpWriteOnlyImm, 7)
+	wi.RETH = wire.RETH{VA: 0x2000, RKey: 0x62, DMALen: 5}
+	wi.Imm = 0xC0FFEE
+	roceImm := roce.AppendPacket(nil, &wi, []byte("hello"))
+	nak := rc(roce.OpAck, 27)
+	nak.AETH = wire.AETH{Syndrome: 3 << 5, MSN: 4} // NAK PSN_SEQ_ERROR
+	roceNAK := roce.AppendPacket(nil, &nak, nil)
+	cnp := rc(roce.OpCNP, 0)
+	cnp.BTH.Resv8a = 0x40 // BECN
+	roceCNP := roce.AppendPacket(nil, &cnp, nil)
 	dns := bytes.Clone(ackPkt)
 	binary.BigEndian.PutUint16(dns[wire.IPv6Len+2:], 53)
 	longUDP := bytes.Clone(ackPkt)
@@ -234,7 +260,33 @@ func edgeCases(t testing.TB) []edgeCase {
 		{name: "truncated_sack", dgram: cut, problems: []string{"truncated SETH+CC_STATE: capture ends"}},
 		{name: "bad_icrc", dgram: badICRC, problems: []string{"UDP checksum mismatch", "ICRC mismatch"}},
 		{name: "unknown_opcode", dgram: unknown, problems: []string{"unknown MRC opcode 0xdf"}},
-		{name: "roce_rc_opcode", dgram: roce, problems: []string{"not MRC: RoCE opcode 0x0a"}},
+		{name: "roce_send_opcode", dgram: send, problems: []string{"not MRC: RoCE opcode 0x04 not decoded"}},
+		{name: "roce_write_first", dgram: roceFirst, wireLen: len(roceFirst) + 4096 + 4, check: func(t *testing.T, f *Frame) {
+			if !f.RoCE || f.MRC || f.EV != nil || f.RETH == nil || f.RETH.DMALen != 1<<20 || f.RETH.RKey != 0x62 ||
+				f.Data == nil || f.Data.Len != 4096 || f.Data.NotCaptured != 4100 || f.BTH.OpcodeName != "RoCE RDMA_WRITE_FIRST" {
+				t.Errorf("roce write first: roce %v mrc %v ev %+v reth %+v payload %+v bth %+v", f.RoCE, f.MRC, f.EV, f.RETH, f.Data, f.BTH)
+			}
+			if want := "RoCE RDMA_WRITE_FIRST qp 0x000100 psn 0 va 0x0000000100000000 dma_len 1048576 len 4096 (payload not captured)"; f.Summary != want {
+				t.Errorf("summary %q, want %q", f.Summary, want)
+			}
+		}},
+		{name: "roce_write_only_imm", dgram: roceImm, check: func(t *testing.T, f *Frame) {
+			if !f.RoCE || f.ImmDt == nil || f.ImmDt.Value != 0xC0FFEE || f.Data == nil || f.Data.Len != 5 || f.Data.Pad != 3 ||
+				f.ICRC == nil || f.ICRC.OK == nil || !*f.ICRC.OK || f.UDP.Checksum.OK == nil || !*f.UDP.Checksum.OK {
+				t.Errorf("roce write only imm: immdt %+v payload %+v icrc %+v udp %+v", f.ImmDt, f.Data, f.ICRC, f.UDP.Checksum)
+			}
+		}},
+		{name: "roce_nak", dgram: roceNAK, check: func(t *testing.T, f *Frame) {
+			if !f.RoCE || f.AETH == nil || f.AETH.SyndromeName != "NAK PSN_SEQ_ERROR" || f.AETH.MSN != 4 || f.BTH.PSN != 27 || f.Data != nil ||
+				f.ICRC == nil || f.ICRC.OK == nil || !*f.ICRC.OK {
+				t.Errorf("roce nak: aeth %+v bth %+v payload %+v icrc %+v", f.AETH, f.BTH, f.Data, f.ICRC)
+			}
+		}},
+		{name: "roce_cnp", dgram: roceCNP, check: func(t *testing.T, f *Frame) {
+			if !f.RoCE || f.Data != nil || !strings.HasSuffix(f.Summary, "BECN") || f.ICRC == nil || f.ICRC.OK == nil || !*f.ICRC.OK {
+				t.Errorf("roce cnp: payload %+v summary %q icrc %+v", f.Data, f.Summary, f.ICRC)
+			}
+		}},
 		{name: "not_mrc_port", dgram: dns, problems: []string{"not MRC: UDP destination port 53"}},
 		{name: "udp_length_inconsistent", dgram: longUDP, problems: []string{"inconsistent lengths: UDP length 200"}},
 		{name: "ipv4", dgram: v4, check: func(t *testing.T, f *Frame) {
@@ -361,6 +413,10 @@ func TestAgreesWithWire(t *testing.T) {
 		if c.name == "ipv4" {
 			continue // wire decodes IPv6 only
 		}
+		if strings.HasPrefix(c.name, "roce_") {
+			agreesWithRoCE(t, c)
+			continue
+		}
 		var p wire.Packet
 		if err := p.Decode(c.dgram); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -376,6 +432,27 @@ func TestAgreesWithWire(t *testing.T) {
 		if f.Data != nil && f.Data.Len != p.PayloadLen {
 			t.Errorf("%s: payload length %d, wire says %d", c.name, f.Data.Len, p.PayloadLen)
 		}
+	}
+}
+
+// agreesWithRoCE checks that Decode agrees with roce.Packet.Decode on a
+// RoCE edge case.
+func agreesWithRoCE(t *testing.T, c edgeCase) {
+	var p roce.Packet
+	if err := p.Decode(c.dgram); err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	f := Decode(pcap.LinkRaw, c.dgram, max(c.wireLen, len(c.dgram)), nil)
+	if !f.RoCE || f.BTH == nil || f.BTH.Opcode != int(p.BTH.Opcode) || f.BTH.PSN != int(p.BTH.PSN) || f.BTH.DestQP != int(p.BTH.DestQP) ||
+		f.UDP.Length != int(p.UDP.Length) || len(f.Problems) != 0 {
+		t.Errorf("%s: frame %+v disagrees with roce %+v", c.name, f, p)
+	}
+	if (f.Data != nil) != p.Opcode().IsData() || f.Data != nil && f.Data.Len != p.PayloadLen {
+		t.Errorf("%s: payload %+v, roce says %d bytes", c.name, f.Data, p.PayloadLen)
+	}
+	if p.Opcode().HasRETH() != (f.RETH != nil) || p.Opcode() == roce.OpAck != (f.AETH != nil) ||
+		f.AETH != nil && (f.AETH.Syndrome != int(p.AETH.Syndrome) || f.AETH.MSN != int(p.AETH.MSN)) {
+		t.Errorf("%s: reth %+v aeth %+v, roce %+v", c.name, f.RETH, f.AETH, p)
 	}
 }
 

@@ -5,7 +5,8 @@
 // every MRC header after the BTH: METH, TSETH, RETH, ImmDt, AETH,
 // SETH+CC_STATE, NETH, PETH, ERTH and EETH. It checks the UDP checksum and
 // the ICRC, shows SACK bitmaps as PSN ranges, NACK reasons by name and the
-// EV with its plane and path.
+// EV with its plane and path. The RoCEv2 RC packets of our RoCE baseline
+// (package roce) are decoded too, with their BTH, RETH, ImmDt and AETH.
 //
 // Whatever it is given, it does not fail: what it cannot decode
 // (truncated headers, non-MRC packets, unknown opcodes, inconsistent
@@ -28,6 +29,10 @@ type Frame struct {
 	Summary string `json:"summary"` // one line, like Wireshark's Info column
 	// MRC says the packet is UDP to the MRC port with a known MRC opcode.
 	MRC bool `json:"mrc"`
+	// RoCE says it is instead a RoCEv2 RC packet of the kinds our RoCE
+	// baseline sends (RDMA WRITE, ACKNOWLEDGE, CNP), decoded with its
+	// BTH, RETH, ImmDt and AETH; it has no EV.
+	RoCE bool `json:"roce,omitempty"`
 	// Trimmed says a switch cut the packet to its headers: the UDP
 	// length ends right after the last MRC header.
 	Trimmed bool `json:"trimmed,omitempty"`

@@ -10,7 +10,7 @@ import (
 // summary returns the one-line description of f.
 func summary(f *Frame) string {
 	var s strings.Builder
-	if f.BTH == nil || !f.MRC {
+	if f.BTH == nil || !f.MRC && !f.RoCE {
 		if len(f.Problems) > 0 {
 			return f.Problems[0]
 		}
@@ -20,6 +20,20 @@ func summary(f *Frame) string {
 	s.WriteString(h.OpcodeName)
 	fmt.Fprintf(&s, " qp 0x%06x", h.DestQP)
 	switch {
+	case f.RoCE:
+		fmt.Fprintf(&s, " psn %d", h.PSN)
+		if f.RETH != nil {
+			fmt.Fprintf(&s, " va %s dma_len %d", f.RETH.VA, f.RETH.DMALen)
+		}
+		if f.ImmDt != nil {
+			fmt.Fprintf(&s, " imm 0x%08x", f.ImmDt.Value)
+		}
+		if f.AETH != nil {
+			fmt.Fprintf(&s, " %s msn %d", f.AETH.SyndromeName, f.AETH.MSN)
+		}
+		if h.Resv8a&0x40 != 0 {
+			s.WriteString(" BECN")
+		}
 	case f.METH != nil: // data
 		fmt.Fprintf(&s, " psn %d msn %d", h.PSN, f.METH.MSN)
 		if f.RETH != nil {

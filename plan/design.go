@@ -55,6 +55,11 @@ type LinkFailure struct {
 	UplinkOf       string  `json:"uplink_of"`
 	UplinkOneIn    int     `json:"uplink_one_in"`
 	UplinkFraction float64 `json:"uplink_fraction"`
+
+	// NoTraffic is set when links of this kind carry no traffic at this
+	// size (the T1–T2 links of a three-tier design with a single pod):
+	// losing one costs nothing, and the shares above are zero.
+	NoTraffic bool `json:"no_traffic"`
 }
 
 func linkFailure(link, uplinkOf string, nodeOneIn, uplinkOneIn int) LinkFailure {
@@ -74,14 +79,18 @@ type PartialT0 struct {
 	// used, between 1 and GPUsPerT0-1.
 	GPUsOnLastT0 int `json:"gpus_on_last_t0"`
 	// FullBelow and FullAbove are the nearest sizes that fill every T0:
-	// the multiples of GPUsPerT0 around GPUs. FullBelow is 0 when GPUs <
-	// GPUsPerT0. FullAbove never exceeds the design's maximum.
+	// the multiples of GPUsPerT0 around GPUs (GPUs is above one switch's
+	// radix, so FullBelow is at least 2·GPUsPerT0). FullAbove never
+	// exceeds the design's maximum.
 	FullBelow int `json:"full_size_below"`
 	FullAbove int `json:"full_size_above"`
 }
 
 // Design is a planned fabric: P identical planes, each a full-bisection Clos
-// of Tiers tiers serving every GPU.
+// of Tiers tiers serving every GPU. A cluster small enough for one switch
+// per plane (GPUs ≤ Radix) is planned as that single switch, whatever
+// tiers were asked for: Tiers is then 1, the switch is counted as the T0
+// and uses its ports all down (GPUsPerT0 = Radix), and a note says so.
 type Design struct {
 	Name       string `json:"name"` // e.g. "two-tier, 8 planes"
 	Tiers      int    `json:"tiers"`
@@ -92,7 +101,8 @@ type Design struct {
 	SwitchGbps int    `json:"switch_gbps"`
 	Radix      int    `json:"radix"`
 
-	// GPUsPerT0 is Radix/2: the GPUs one T0 serves, all one switch hop apart.
+	// GPUsPerT0 is Radix/2: the GPUs one T0 serves, all one switch hop
+	// apart (Radix for a single switch).
 	GPUsPerT0 int `json:"gpus_per_t0"`
 	// Pods is the number of pods per plane in a three-tier design: groups
 	// of up to Radix/2 T0s and as many T1s, serving up to (Radix/2)² GPUs.
@@ -126,19 +136,22 @@ type Design struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// TwoTier plans p as a P-plane two-tier Clos. Per plane: ⌈GPUs/(R/2)⌉ T0s,
+// TwoTier plans p as a P-plane two-tier Clos, or as one switch per
+// plane when GPUs ≤ R. Per plane: ⌈GPUs/(R/2)⌉ T0s,
 // each R/2 down and R/2 up, and ⌈T0·(R/2)/R⌉ T1s with all R ports down. It
 // fits at most R²/2 GPUs. Errors are *ParamError or *SizeError.
 func TwoTier(p Params) (Design, error) { return Build(p, 2) }
 
-// ThreeTier plans p as a P-plane three-tier Clos. Per plane: ⌈GPUs/(R/2)⌉
+// ThreeTier plans p as a P-plane three-tier Clos, or as one switch per
+// plane when GPUs ≤ R. Per plane: ⌈GPUs/(R/2)⌉
 // T0s and as many T1s (each R/2 down, R/2 up), grouped in pods of R/2 T0s;
 // ⌈T1·(R/2)/R⌉ T2s with all R ports down. It fits at most R³/4 GPUs. The
 // single-plane three-tier baseline is ThreeTier with Planes = 1. Errors are
 // *ParamError or *SizeError.
 func ThreeTier(p Params) (Design, error) { return Build(p, 3) }
 
-// Build plans p with the given number of tiers, 2 or 3.
+// Build plans p with the given number of tiers, 2 or 3; GPUs that fit
+// on one switch per plane get that single switch (see Design).
 func Build(p Params, tiers int) (Design, error) {
 	if tiers != 2 && tiers != 3 {
 		return Design{}, fmt.Errorf("tiers must be 2 or 3, got %d", tiers)
@@ -154,6 +167,9 @@ func Build(p Params, tiers int) (Design, error) {
 		}}}
 	}
 
+	if p.GPUs <= p.Radix {
+		return singleSwitch(p, tiers), nil
+	}
 	r, h, n := p.Radix, p.Radix/2, p.GPUs
 	var pl Tally
 	pl.T0 = ceilDiv(n, h)
@@ -189,7 +205,11 @@ func Build(p Params, tiers int) (Design, error) {
 	if tiers == 3 {
 		d.Pods = ceilDiv(pl.T0, h)
 		smallestPod := pl.T1 - (d.Pods-1)*h // T1s in the last pod
-		d.Failures = append(d.Failures, linkFailure("T1-T2", "T1", smallestPod*h*p.Planes, h))
+		f := linkFailure("T1-T2", "T1", smallestPod*h*p.Planes, h)
+		if d.Pods == 1 {
+			f = LinkFailure{Link: "T1-T2", UplinkOf: "T1", NoTraffic: true}
+		}
+		d.Failures = append(d.Failures, f)
 	}
 
 	perPlane := " of each plane"
@@ -206,28 +226,88 @@ func Build(p Params, tiers int) (Design, error) {
 			"%s GPUs is not a multiple of %d GPUs per T0: the last T0%s uses %d of its %d down ports (switch counts rounded up); %s",
 			count(n), h, perPlane, k, h, near))
 	}
-	switch {
-	case pl.T0 == 1:
+	if tiers == 3 && d.Pods == 1 {
 		d.Notes = append(d.Notes, fmt.Sprintf(
-			"all %s GPUs fit under one T0%s: the tiers above it are counted so the fabric can grow, but carry no traffic at this size",
-			count(n), perPlane))
-	case tiers == 3 && d.Pods == 1:
-		d.Notes = append(d.Notes, fmt.Sprintf(
-			"all %s GPUs fit in one pod%s: the T2 tier is counted so the fabric can grow, but carries no traffic at this size",
+			"all %s GPUs fit in one pod%s: the T2 tier is counted so the fabric can grow, but carries no traffic at this size (a lost T1-T2 link costs nothing); --tiers 2 plans the fabric without it",
 			count(n), perPlane))
 	}
 	return d, nil
 }
 
-func designName(tiers, planes int) string {
-	t := "two-tier"
+// singleSwitch plans GPUs ≤ R as one switch per plane with every port
+// down: the smallest fabric, in which every GPU is one switch from every
+// other. tiers is the design that was asked for, named in the note.
+func singleSwitch(p Params, tiers int) Design {
+	r, n := p.Radix, p.GPUs
+	pl := Tally{T0: 1, Switches: 1, NICT0Links: n, Transceivers: 2 * n}
+	total := pl.times(p.Planes)
+	perPlane := " per plane"
+	if p.Planes == 1 {
+		perPlane = ""
+	}
+	return Design{
+		Name: designName(1, p.Planes), Tiers: 1, Planes: p.Planes, GPUs: n,
+		NICGbps: p.NICGbps, PortGbps: p.PortGbps(), SwitchGbps: p.SwitchGbps, Radix: r,
+		GPUsPerT0: r,
+		PerPlane:  pl, Total: total,
+		OpticsNICEquiv:      total.Transceivers / p.Planes,
+		LongestPathSwitches: 1,
+		MaxGPUsTwoTier:      MaxGPUs(2, r),
+		MaxGPUsThreeTier:    MaxGPUs(3, r),
+		Failures:            []LinkFailure{linkFailure("NIC-T0", "NIC", p.Planes, p.Planes)},
+		Notes: []string{fmt.Sprintf(
+			"%s fit%s on one %d-port switch%s: planned as that switch alone (%s of its ports used) rather than a %s Clos, which at this size would join %s to the T1 tier by bundles of up to %d parallel links; the %s design starts above %s GPUs",
+			gpus(n), verbS(n), r, perPlane, count(n), tierWords(tiers), t0s(ceilDiv(n, r/2)), r/2, tierWords(tiers), count(r))},
+	}
+}
+
+// gpus says "1 GPU", "8 GPUs"; verbS is the verb's "s" that goes with
+// n; t0s says "its T0", "its 2 T0s".
+func gpus(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return count(n) + " GPUs"
+}
+
+func verbS(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+func t0s(n int) string {
+	if n == 1 {
+		return "its T0"
+	}
+	return fmt.Sprintf("its %d T0s", n)
+}
+
+func tierWords(tiers int) string {
 	if tiers == 3 {
-		t = "three-tier"
+		return "three-tier"
+	}
+	return "two-tier"
+}
+
+func designName(tiers, planes int) string {
+	t := tierWords(tiers)
+	if tiers == 1 {
+		t = "single switch"
 	}
 	if planes == 1 {
 		return t + ", 1 plane"
 	}
 	return fmt.Sprintf("%s, %d planes", t, planes)
+}
+
+// switches says "1 switch", "3 switches".
+func switches(n int) string {
+	if n == 1 {
+		return "1 switch"
+	}
+	return count(n) + " switches"
 }
 
 // Limit says why a design cannot serve the requested GPUs.
@@ -355,12 +435,18 @@ func Compare(p Params) (Comparison, error) {
 
 	two, three := c.TwoTier, c.ThreeTier
 	switch {
+	case two != nil && three != nil && two.Tiers == 1 && three.Tiers == 1:
+		s := newRatio(two.Total.Switches, three.Total.Switches)
+		o := newRatio(two.OpticsNICEquiv, three.OpticsNICEquiv)
+		c.Switches, c.Optics = &s, &o
+		c.Verdict = fmt.Sprintf("%s GPUs fit on one switch per plane in both designs: %s of %d x %dG ports vs %s of %d x %dG ports, no Clos to compare at this size",
+			count(p.GPUs), switches(two.Total.Switches), two.Radix, two.PortGbps, switches(three.Total.Switches), three.Radix, three.PortGbps)
 	case two != nil && three != nil:
 		s := newRatio(two.Total.Switches, three.Total.Switches)
 		o := newRatio(two.OpticsNICEquiv, three.OpticsNICEquiv)
 		c.Switches, c.Optics = &s, &o
-		c.Verdict = fmt.Sprintf("%s: %s of the switches and %s of the optics of %s; longest path %d switches vs %d",
-			two.Name, s.Text, o.Text, three.Name, two.LongestPathSwitches, three.LongestPathSwitches)
+		c.Verdict = fmt.Sprintf("%s: %s of the switches and %s of the optics of %s; longest path %s vs %d",
+			two.Name, s.Text, o.Text, three.Name, switches(two.LongestPathSwitches), three.LongestPathSwitches)
 	case two != nil || three != nil:
 		fit := two
 		if fit == nil {

@@ -335,6 +335,40 @@ func TestRatioText(t *testing.T) {
 	}
 }
 
+// TestSmallSizes checks that GPUs that fit on one switch per plane get
+// that switch, not a Clos whose T1s hang off one T0 by parallel links,
+// and that no failure line claims a loss through links that carry no
+// traffic.
+func TestSmallSizes(t *testing.T) {
+	for _, tiers := range []int{2, 3} {
+		d := mustBuild(t, std(8, 8), tiers)
+		if d.Tiers != 1 || d.Total.Switches != 8 || d.Total.SwitchLinks != 0 || len(d.Failures) != 1 {
+			t.Errorf("8 GPUs in %d tiers: %d tiers, %d switches, %d switch links, failures %+v; want one switch per plane",
+				tiers, d.Tiers, d.Total.Switches, d.Total.SwitchLinks, d.Failures)
+		}
+		if bad := checkDesign(d); len(bad) > 0 {
+			t.Error(strings.Join(bad, "\n"))
+		}
+	}
+	c, err := Compare(std(8, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TwoTier.Total.Switches != 8 || c.ThreeTier.Total.Switches != 1 || !strings.Contains(c.Verdict, "one switch per plane in both designs") {
+		t.Errorf("8 GPUs: %d vs %d switches, verdict %q", c.TwoTier.Total.Switches, c.ThreeTier.Total.Switches, c.Verdict)
+	}
+	// One pod: the T2 tier is idle, and a T1-T2 failure costs nothing.
+	d := mustBuild(t, std(1000, 1), 3)
+	if f := failure(t, d, "T1-T2"); !f.NoTraffic || f.NodeOneIn != 0 || f.UplinkFraction != 0 {
+		t.Errorf("1,000 GPUs in one pod: T1-T2 failure %+v claims a loss", f)
+	}
+	// Just above one switch: a real two-tier Clos.
+	d = mustBuild(t, std(513, 8), 2)
+	if d.Tiers != 2 || d.PerPlane.T0 != 3 || d.PerPlane.T1 != 2 {
+		t.Errorf("513 GPUs: %d tiers, %d T0 and %d T1 per plane; want 2, 3, 2", d.Tiers, d.PerPlane.T0, d.PerPlane.T1)
+	}
+}
+
 func TestPartialT0(t *testing.T) {
 	d := mustBuild(t, std(65000, 8), 2)
 	want := PartialT0{GPUsOnLastT0: 232, FullBelow: 64768, FullAbove: 65024}
@@ -347,11 +381,11 @@ func TestPartialT0(t *testing.T) {
 	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "64,768 and 65,024") {
 		t.Errorf("notes %q should name both full sizes", d.Notes)
 	}
-	// Below one T0 there is no full size below, and the upper tiers carry
-	// no traffic; both are said.
-	d = mustBuild(t, std(100, 8), 2)
-	if d.Partial == nil || d.Partial.FullBelow != 0 || d.Partial.FullAbove != 256 || len(d.Notes) != 2 {
-		t.Errorf("100 GPUs: partial %+v, notes %q", d.Partial, d.Notes)
+	// The smallest partial size above one switch has full sizes on both
+	// sides.
+	d = mustBuild(t, std(600, 8), 2)
+	if d.Partial == nil || d.Partial.FullBelow != 512 || d.Partial.FullAbove != 768 || len(d.Notes) != 1 {
+		t.Errorf("600 GPUs: partial %+v, notes %q", d.Partial, d.Notes)
 	}
 	d = mustBuild(t, std(512, 1), 3)
 	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "one pod") {
@@ -365,6 +399,9 @@ func checkDesign(d Design) []string {
 	var bad []string
 	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
 	r, h, n, pl := d.Radix, d.GPUsPerT0, d.GPUs, d.PerPlane
+	if d.Tiers == 1 || n <= r {
+		return append(bad, checkSingleSwitch(d)...)
+	}
 
 	if h*2 != r || d.PortGbps*d.Planes != d.NICGbps || d.Radix*d.PortGbps != d.SwitchGbps {
 		fail("inconsistent speeds: radix %d, h %d, port %d, planes %d, NIC %d, switch %d",
@@ -430,6 +467,15 @@ func checkDesign(d Design) []string {
 	}
 	for i, f := range d.Failures {
 		want := []string{"NIC-T0", "T0-T1", "T1-T2"}[i]
+		// T1-T2 links carry no traffic with a single pod, and only then.
+		if idle := i == 2 && d.Pods == 1; f.NoTraffic != idle {
+			fail("failure %d: %+v with %d pods", i, f, d.Pods)
+		} else if idle {
+			if f != (LinkFailure{Link: want, UplinkOf: "T1", NoTraffic: true}) {
+				fail("idle failure %d claims a loss: %+v", i, f)
+			}
+			continue
+		}
 		if f.Link != want || f.NodeOneIn < 1 || f.UplinkOneIn < 1 ||
 			f.NodeFraction != 1/float64(f.NodeOneIn) || f.UplinkFraction != 1/float64(f.UplinkOneIn) {
 			fail("failure %d: %+v", i, f)
@@ -447,7 +493,7 @@ func checkDesign(d Design) []string {
 			fail("T0-T1 failure %+v with %d uplinks and %d planes", f, h, d.Planes)
 		}
 	}
-	if len(d.Failures) == 3 {
+	if len(d.Failures) == 3 && d.Pods > 1 {
 		// The worst-placed node sits in the smallest (last) pod.
 		lastPod := pl.T1 - (d.Pods-1)*h
 		if f := d.Failures[2]; f.UplinkOneIn != h || f.NodeOneIn != lastPod*h*d.Planes {
@@ -461,6 +507,36 @@ func checkDesign(d Design) []string {
 			p.FullBelow >= n || p.FullAbove <= n || p.FullAbove > MaxGPUs(d.Tiers, r) {
 			fail("partial %+v with %d GPUs, %d per T0", *p, n, h)
 		}
+	}
+	return bad
+}
+
+// checkSingleSwitch checks a design of GPUs ≤ radix: one switch per
+// plane, every port down, only NIC-T0 links, said in a note.
+func checkSingleSwitch(d Design) []string {
+	var bad []string
+	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	r, n := d.Radix, d.GPUs
+	if d.Tiers != 1 || n > r || n < 1 || d.GPUsPerT0 != r || d.Pods != 0 || d.Partial != nil {
+		fail("single switch: tiers %d, %d GPUs, radix %d, %d per T0, %d pods, partial %+v", d.Tiers, n, r, d.GPUsPerT0, d.Pods, d.Partial)
+	}
+	if d.PortGbps*d.Planes != d.NICGbps || d.Radix*d.PortGbps != d.SwitchGbps {
+		fail("inconsistent speeds: radix %d, port %d, planes %d, NIC %d, switch %d", r, d.PortGbps, d.Planes, d.NICGbps, d.SwitchGbps)
+	}
+	if want := (Tally{T0: 1, Switches: 1, NICT0Links: n, Transceivers: 2 * n}); d.PerPlane != want || d.Total != want.times(d.Planes) {
+		fail("single switch: per plane %+v, total %+v", d.PerPlane, d.Total)
+	}
+	if d.OpticsNICEquiv*d.NICGbps != d.Total.Transceivers*d.PortGbps || d.LongestPathSwitches != 1 {
+		fail("single switch: optics %d, longest path %d", d.OpticsNICEquiv, d.LongestPathSwitches)
+	}
+	if d.MaxGPUsTwoTier != r*r/2 || d.MaxGPUsThreeTier != r*r*r/4 {
+		fail("maxima %d, %d for radix %d", d.MaxGPUsTwoTier, d.MaxGPUsThreeTier, r)
+	}
+	if len(d.Failures) != 1 || d.Failures[0] != linkFailure("NIC-T0", "NIC", d.Planes, d.Planes) {
+		fail("single switch failures %+v", d.Failures)
+	}
+	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], fmt.Sprintf(" on one %d-port switch", r)) {
+		fail("single switch notes %q", d.Notes)
 	}
 	return bad
 }
@@ -526,7 +602,8 @@ func TestMonotoneAndMaximum(t *testing.T) {
 
 // With the same switch, a P-plane two-tier fabric needs 3/5 of the
 // switches and 2/3 of the optics of the single-plane three-tier one, at
-// every size that fills both (a multiple of the two-tier radix), for any P.
+// every size that fills both (a multiple of the two-tier radix) and needs
+// more than one switch, for any P.
 func TestCompareRatiosHold(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tried := 0
@@ -537,10 +614,10 @@ func TestCompareRatiosHold(t *testing.T) {
 		p := Params{Planes: planes, NICGbps: planes * port, SwitchGbps: r1 * planes * port}
 		r := r1 * planes
 		most := min(MaxGPUs(2, r), MaxGPUs(3, r1))
-		if most < r {
-			continue
+		if most < 2*r {
+			continue // up to r GPUs fit on one switch: no Clos to compare
 		}
-		p.GPUs = r * (1 + rng.IntN(most/r))
+		p.GPUs = r * (2 + rng.IntN(most/r-1))
 		c, err := Compare(p)
 		if err != nil {
 			t.Fatalf("Compare(%+v): %v", p, err)

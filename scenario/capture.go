@@ -20,6 +20,7 @@ type pcapSink struct {
 	bw     *bufio.Writer
 	w      *pcap.Writer
 	filter pcap.Filter
+	seen   int // packets captured, before the filter
 	ifaces map[string]int
 	buf    []byte
 	err    error
@@ -40,6 +41,7 @@ func newPcapSink(name string, filter pcap.Filter) (*pcapSink, error) {
 }
 
 func (p *pcapSink) capture(c *sim.Captured) {
+	p.seen++
 	if p.err != nil || !p.filter.Zero() && !p.filter.Match(c.Data) {
 		return
 	}
@@ -57,6 +59,18 @@ func (p *pcapSink) capture(c *sim.Captured) {
 		dir = pcap.DirOutbound
 	}
 	p.err = p.w.WriteDatagram(id, mtime.Time(c.Time/1000), dir, p.buf, c.WireLen)
+}
+
+// emptyWarning says why the capture holds no packets, or is "" when it
+// holds some. filter is the --pcap-filter text.
+func (p *pcapSink) emptyWarning(filter string) string {
+	switch {
+	case p.w.Packets() > 0:
+		return ""
+	case p.seen > 0:
+		return fmt.Sprintf("%s: no packets: --pcap-filter %q matched none of the %d captured (it selects MRC packets only: a RoCE run's never match)", p.name, filter, p.seen)
+	}
+	return fmt.Sprintf("%s: no packets: the capture points saw none", p.name)
 }
 
 func (p *pcapSink) close() error {

@@ -35,6 +35,10 @@ type RunOptions struct {
 	Capture          []string
 	Trace            string
 	TraceFilter      string
+	// Warn, when set, is called before Run returns for each capture
+	// file that holds no packets (say, because PcapFilter matched
+	// none), with a one-line message naming it and why.
+	Warn func(msg string)
 }
 
 // OutputFile returns the file transport's output goes to when a run of
@@ -169,10 +173,13 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 			break
 		}
 	}
-	for _, x := range outs {
+	for i, x := range outs {
 		if x.pcap != nil {
 			if err := x.pcap.close(); err != nil && runErr == nil {
 				runErr = err
+			}
+			if w := x.pcap.emptyWarning(o.PcapFilter); w != "" && o.Warn != nil && i < len(rep.Results) {
+				o.Warn(w)
 			}
 		}
 		if x.trace != nil {

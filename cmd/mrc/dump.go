@@ -47,12 +47,14 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		in = f
 	}
-	_, err := dump.Run(in, stdout, cfg)
+	res, err := dump.Run(in, stdout, cfg)
 	switch {
 	case errors.Is(err, pcap.ErrNotCapture):
 		return usagef("%s: not a pcap or pcapng capture", name)
 	case err != nil:
 		return fmt.Errorf("%s: %v", name, err)
+	case res.Packets == 0:
+		return fmt.Errorf("%s: no packets (the capture is empty)", name)
 	}
 	return nil
 }

@@ -251,12 +251,12 @@ func TestDumpTruncatedCapture(t *testing.T) {
 	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "cut short") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
-	if !strings.Contains(stdout, "#19 ") || !strings.Contains(stdout, "! capture damaged, reading stops") {
+	if !strings.Contains(stdout, "#23 ") || !strings.Contains(stdout, "! capture damaged, reading stops") {
 		t.Errorf("stdout:\n%s", stdout)
 	}
 	// From standard input too.
 	stdout, _, code = runMRCStdin(t, string(data), "dump", "--brief", "-")
-	if code != 0 || !strings.Contains(stdout, "#20 ") {
+	if code != 0 || !strings.Contains(stdout, "#24 ") {
 		t.Errorf("stdin: exit %d\n%s", code, stdout)
 	}
 }
@@ -645,8 +645,10 @@ func TestWiresharkDissectorEdgeCases(t *testing.T) {
 		{"truncated_sack", "mrc.malformed", "1"},
 		{"unknown_opcode", "mrc.unknown_opcode", "1"},
 		{"unknown_opcode", "_ws.col.Protocol", "MRC"},
-		{"roce_rc_opcode", "_ws.col.Protocol", "RRoCE"},
-		{"roce_rc_opcode", "mrc.bth.opcode", ""},
+		{"roce_send_opcode", "_ws.col.Protocol", "RRoCE"},
+		{"roce_send_opcode", "mrc.bth.opcode", ""},
+		{"roce_nak", "_ws.col.Protocol", "RRoCE"},
+		{"roce_nak", "mrc.bth.opcode", ""},
 		{"ipv4", "mrc.bth.opcode", "0xd1"},
 		{"ipv4", "mrc.ev", ""},
 	} {
@@ -658,5 +660,86 @@ func TestWiresharkDissectorEdgeCases(t *testing.T) {
 		if row[c.field] != c.want {
 			t.Errorf("%s: %s = %q, want %q (Info %q)", c.name, c.field, row[c.field], c.want, row["_ws.col.Info"])
 		}
+	}
+}
+
+// TestDumpEmptyCapture: a valid capture without packets says so on one
+// line and exits 1, in text and JSON.
+func TestDumpEmptyCapture(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.pcapng")
+	var buf bytes.Buffer
+	w, err := pcap.NewWriter(&buf, pcap.Options{Application: "mrc tests"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddInterface(pcap.Interface{Name: "h0/p0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"dump", path}, {"dump", "--json", path}, {"dump", "--brief", path}} {
+		stdout, stderr, code := runMRC(t, args...)
+		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no packets") {
+			t.Errorf("mrc %s: exit %d, stdout %q, stderr %q; want exit 1 and one line saying no packets", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+}
+
+// TestDumpRoCECapture: a capture of our RoCE baseline decodes as RoCE,
+// every header of every packet, with no problems; and an empty capture
+// because --pcap-filter matched nothing is warned about when written
+// (not with --quiet).
+func TestDumpRoCECapture(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.pcapng")
+	if _, stderr, code := runMRC(t, "sim", "--preset", "incast", "--transports", "roce", "--pcap", path); code != 0 {
+		t.Fatalf("mrc sim: exit %d: %s", code, stderr)
+	}
+	frames := dumpJSON(t, path)
+	if len(frames) < 100 {
+		t.Fatalf("%d packets in the RoCE capture, want hundreds", len(frames))
+	}
+	kinds := map[string]int{}
+	for i := range frames {
+		f := &frames[i]
+		if !f.RoCE || f.MRC || len(f.Problems) > 0 || f.BTH == nil || f.EV != nil || strings.Contains(f.Summary, "not MRC") {
+			t.Fatalf("packet %d: roce %v mrc %v problems %q ev %+v summary %q", f.Number, f.RoCE, f.MRC, f.Problems, f.EV, f.Summary)
+		}
+		name := strings.TrimPrefix(f.BTH.OpcodeName, "RoCE ")
+		kinds[name]++
+		switch {
+		case name == "RDMA_WRITE_FIRST" && (f.RETH == nil || f.RETH.DMALen != 1<<20 || f.Data == nil || f.Data.Len != 4096):
+			t.Errorf("packet %d: WRITE_FIRST with reth %+v payload %+v", f.Number, f.RETH, f.Data)
+		case name == "ACKNOWLEDGE" && (f.AETH == nil || f.ICRC == nil || f.ICRC.OK == nil || !*f.ICRC.OK):
+			t.Errorf("packet %d: ACKNOWLEDGE with aeth %+v icrc %+v", f.Number, f.AETH, f.ICRC)
+		}
+	}
+	for _, k := range []string{"RDMA_WRITE_FIRST", "RDMA_WRITE_MIDDLE", "ACKNOWLEDGE"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s packet in the capture (kinds %v)", k, kinds)
+		}
+	}
+
+	empty := filepath.Join(dir, "e.pcapng")
+	_, stderr, code := runMRC(t, "sim", "--preset", "incast", "--transports", "roce", "--pcap", empty, "--pcap-filter", "op=data")
+	var warnings []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "warning: ") {
+			warnings = append(warnings, l)
+		}
+	}
+	if code != 0 || len(warnings) != 1 || !strings.Contains(warnings[0], empty+": no packets: --pcap-filter \"op=data\" matched none") {
+		t.Errorf("empty filtered capture: exit %d, warnings %q in stderr %q", code, warnings, stderr)
+	}
+	if _, stderr, _ := runMRC(t, "sim", "--preset", "incast", "--transports", "roce", "--pcap", empty, "--pcap-filter", "op=data", "--quiet"); stderr != "" {
+		t.Errorf("--quiet: stderr %q", stderr)
+	}
+	// A capture that matched keeps quiet about it.
+	if _, stderr, _ := runMRC(t, "sim", "--preset", "incast", "--transports", "mrc", "--pcap", empty, "--pcap-filter", "op=data"); strings.Contains(stderr, "warning") {
+		t.Errorf("a filtered MRC capture with packets warns: %q", stderr)
 	}
 }

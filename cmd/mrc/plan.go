@@ -89,8 +89,8 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	notes(stdout, []*plan.Design{&d})
-	fmt.Fprintf(stdout, "summary: %s: %s switches, %s optics in %s units, longest path %d switches\n",
-		d.Name, num(d.Total.Switches), num(d.OpticsNICEquiv), speed(d.NICGbps), d.LongestPathSwitches)
+	fmt.Fprintf(stdout, "summary: %s: %s, %s optics in %s units, longest path %s\n",
+		d.Name, switches(d.Total.Switches), num(d.OpticsNICEquiv), speed(d.NICGbps), switches(d.LongestPathSwitches))
 	return nil
 }
 
@@ -156,6 +156,9 @@ func table(w io.Writer, ds []*plan.Design) error {
 				if f.Link != link {
 					continue
 				}
+				if f.NoTraffic {
+					return "none (no traffic at this size)"
+				}
 				if uplink {
 					return share(f.UplinkOneIn)
 				}
@@ -168,7 +171,12 @@ func table(w io.Writer, ds []*plan.Design) error {
 	row("", func(d *plan.Design) string { return d.Name })
 	row("NIC ports (planes)", func(d *plan.Design) string { return fmt.Sprintf("%d x %s", d.Planes, speed(d.PortGbps)) })
 	row("switch ports (radix)", func(d *plan.Design) string { return fmt.Sprintf("%d x %s", d.Radix, speed(d.PortGbps)) })
-	row("GPUs per T0", func(d *plan.Design) string { return num(d.GPUsPerT0) })
+	row("GPUs per T0", func(d *plan.Design) string {
+		if d.Tiers == 1 {
+			return num(d.GPUsPerT0) + " (one switch)"
+		}
+		return num(d.GPUsPerT0)
+	})
 	if three {
 		row("pods per plane", func(d *plan.Design) string {
 			if d.Pods == 0 {
@@ -184,16 +192,16 @@ func table(w io.Writer, ds []*plan.Design) error {
 	}
 	row("switches", func(d *plan.Design) string { return num(d.Total.Switches) })
 	row("NIC-T0 links", func(d *plan.Design) string { return num(d.Total.NICT0Links) })
-	row("T0-T1 links", func(d *plan.Design) string { return num(d.Total.T0T1Links) })
+	row("T0-T1 links", func(d *plan.Design) string { return dash(d.Total.T0T1Links) })
 	if three {
 		row("T1-T2 links", func(d *plan.Design) string { return dash(d.Total.T1T2Links) })
 	}
-	row("switch-to-switch links", func(d *plan.Design) string { return num(d.Total.SwitchLinks) })
+	row("switch-to-switch links", func(d *plan.Design) string { return dash(d.Total.SwitchLinks) })
 	row("transceivers (2 per link)", func(d *plan.Design) string {
 		return fmt.Sprintf("%s x %s", num(d.Total.Transceivers), speed(d.PortGbps))
 	})
 	row("optics in "+speed(ds[0].NICGbps)+" units", func(d *plan.Design) string { return num(d.OpticsNICEquiv) })
-	row("longest path", func(d *plan.Design) string { return fmt.Sprintf("%d switches", d.LongestPathSwitches) })
+	row("longest path", func(d *plan.Design) string { return switches(d.LongestPathSwitches) })
 	row("max GPUs in 2 tiers", func(d *plan.Design) string { return num(d.MaxGPUsTwoTier) })
 	row("max GPUs in 3 tiers", func(d *plan.Design) string { return num(d.MaxGPUsThreeTier) })
 	row("NIC-T0 link down: node loses", failure("NIC-T0", false))
@@ -232,6 +240,14 @@ func num(n int) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// switches counts switches: "1 switch", "3,072 switches".
+func switches(n int) string {
+	if n == 1 {
+		return "1 switch"
+	}
+	return num(n) + " switches"
 }
 
 func dash(n int) string {

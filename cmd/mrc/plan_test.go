@@ -228,3 +228,51 @@ func TestPlanErrors(t *testing.T) {
 		t.Errorf("no three-tier hint: %q", line)
 	}
 }
+
+// TestPlanTextSmall checks that a cluster that fits on one switch per
+// plane is planned as that switch, and that no failure row claims a loss
+// through a tier that carries no traffic.
+func TestPlanTextSmall(t *testing.T) {
+	stdout, stderr, code := runMRC(t, "plan", "--gpus", "8")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"single switch, 8 planes", "single switch, 1 plane",
+		"8 GPUs fit on one 512-port switch per plane",
+		"verdict: 8 GPUs fit on one switch per plane in both designs: 8 switches of 512 x 100G ports vs 1 switch of 64 x 800G ports",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	squeeze := regexp.MustCompile(`\s{2,}`)
+	for _, l := range strings.Split(stdout, "\n") {
+		cells := squeeze.Split(strings.TrimSpace(l), -1)
+		switch cells[0] {
+		case "switches":
+			if strings.Join(cells[1:], "|") != "8|1" {
+				t.Errorf("row %q, want 8 and 1 switches", l)
+			}
+		case "T0-T1 links", "T0-T1 link down: node loses", "T1 switches":
+			if strings.Join(cells[1:], "|") != "-|-" {
+				t.Errorf("row %q, want no T1 tier", l)
+			}
+		}
+	}
+
+	stdout, _, code = runMRC(t, "plan", "--gpus", "1000")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "T1-T2 link down") && !strings.HasSuffix(l, "none (no traffic at this size)") {
+			t.Errorf("row %q claims a loss through the idle T2 tier of one pod", l)
+		}
+	}
+	var d plan.Design
+	planJSON(t, &d, "--gpus", "8", "--tiers", "2")
+	if d.Tiers != 1 || d.Total.Switches != 8 || d.Total.T0T1Links != 0 {
+		t.Errorf("--tiers 2 at 8 GPUs: %d tiers, %d switches, %d T0-T1 links; want a single switch per plane", d.Tiers, d.Total.Switches, d.Total.T0T1Links)
+	}
+}

@@ -221,6 +221,12 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	pg := &progressLine{w: stderr, on: showProgress, start: start, always: *progress == "on"}
 	opts := scenario.RunOptions{Flows: out.Flows, Pcap: out.Pcap, PcapFilter: out.PcapFilter, Capture: out.Capture,
 		Trace: out.Trace, TraceFilter: out.TraceFilter, Setup: pg.setup, Progress: pg.update}
+	opts.Warn = func(msg string) {
+		if !*quiet {
+			pg.clear()
+			fmt.Fprintln(stderr, "warning: "+msg)
+		}
+	}
 	rep, err := scenario.Run(ctx, plan, opts)
 	pg.clear()
 	if rep == nil && jsonFile != nil {

@@ -167,7 +167,7 @@ func TestVerbErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := ep.CreateQP()
-	mr, _ := ep.RegisterMemory(make([]byte, 4096))
+	mr, _ := ep.RegisterMemory(make([]byte, 4096), mrc.AccessLocal)
 	remote := mrc.MR{Key: 7, Addr: 1 << 32, Len: 4096}
 	wr := mrc.WriteRequest{Local: mr, Remote: remote, Length: 100}
 	if err := q.PostWrite(0, wr); !errors.Is(err, mrc.ErrQPState) {
@@ -314,8 +314,8 @@ func TestPhantomTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1 << 30)
-	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1 << 30)
+	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1<<30, mrc.AccessLocal)
+	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1<<30, mrc.AccessRemoteWrite)
 	var wire, carried int
 	n.Tap = func(_ mtime.Time, _ testnet.Side, tx mrc.Transmit, _ []byte) { wire += tx.WireLen; carried += tx.Len }
 	done := 0

@@ -57,7 +57,7 @@ func newTransferOn(t testing.TB, n *testnet.Net, qa, qb *mrc.QP, seed uint64, si
 		x.dst[i] = 0xA5
 	}
 	var err error
-	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard : guard+size]); err != nil {
+	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard:guard+size], mrc.AccessRemoteWrite); err != nil {
 		t.Fatal(err)
 	}
 	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
@@ -79,7 +79,7 @@ const guard = 64
 func (x *transfer) postAll(msgs int) {
 	x.t.Helper()
 	epA := x.net.Endpoint(testnet.A)
-	srcMR, err := epA.RegisterMemory(x.src)
+	srcMR, err := epA.RegisterMemory(x.src, mrc.AccessLocal)
 	if err != nil {
 		x.t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func (e *Endpoint) peerFor(q *QP) *peer {
 			return p
 		}
 	}
-	p := &peer{addrs: q.remote, qps: []*QP{q}, up: AllPorts}
+	p := &peer{addrs: q.remote, qps: []*QP{q}, up: 1<<len(e.ports) - 1}
 	e.peers = append(e.peers, p)
 	return p
 }

@@ -20,6 +20,7 @@ type transfer struct {
 	src     []byte
 	dst     []byte
 	dstMR   mrc.MR
+	srcMR   mrc.MR // set by postAll
 	done    map[uint64]int // completions per WR ID at A
 	imms    map[uint32]int // immediates delivered at B
 	errs    []mrc.Event
@@ -83,6 +84,7 @@ func (x *transfer) postAll(msgs int) {
 	if err != nil {
 		x.t.Fatal(err)
 	}
+	x.srcMR = srcMR
 	chunk := (len(x.src) + msgs - 1) / msgs
 	for i, off := 0, 0; off < len(x.src); i, off = i+1, off+chunk {
 		n := min(chunk, len(x.src)-off)

@@ -1,0 +1,380 @@
+package mrc_test
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
+)
+
+// The tests in this file follow the rows of issue 10's table: a transfer
+// from A to B runs while a forging peer, which sees every packet in clear
+// text, injects packets built with package wire. Each asserts that the
+// transfer completes byte-exact, that the forged packets are counted
+// under their drop reason, and that no QP leaves RTS.
+
+// attack is a transfer under attack, with the latest packets it sniffed.
+type attack struct {
+	*transfer
+	pristine []byte       // the source bytes as they were before the attack
+	data     sniffed      // the latest data packet A sent
+	sack     sniffed      // the latest SACK B sent
+	dataPkts int          // data packets A sent so far
+	forged   [2]mrc.Stats // each endpoint's stats just before the first injection
+}
+
+type sniffed struct {
+	pkt  []byte
+	port int
+}
+
+func newAttack(t *testing.T, cfg testnet.Config, size int) *attack {
+	t.Helper()
+	x := newTransfer(t, cfg, mrc.EVProfile{}, mrc.RTSAttr{}, size)
+	a := &attack{transfer: x, pristine: append([]byte(nil), x.src...)}
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+		switch {
+		case from == testnet.A && tx.Kind == mrc.KindData:
+			a.data = sniffed{pkt, tx.Port}
+			a.dataPkts++
+		case from == testnet.B && tx.Kind == mrc.KindSACK:
+			a.sack = sniffed{pkt, tx.Port}
+		}
+	}
+	return a
+}
+
+// run posts the transfer and runs it to the end. forge is called at every
+// step once A has sent after data packets and B has sent a SACK; it
+// injects what it likes and reports whether it will inject again.
+func (a *attack) run(msgs, after int, forge func() bool) {
+	a.t.Helper()
+	a.postAll(msgs)
+	forging, first := true, true
+	ok := a.net.RunUntil(mtime.Time(time.Second), func() bool {
+		if forging && a.dataPkts >= after && a.sack.pkt != nil {
+			if first {
+				a.forged = [2]mrc.Stats{a.net.Endpoint(testnet.A).Stats(), a.net.Endpoint(testnet.B).Stats()}
+				first = false
+			}
+			forging = forge()
+		}
+		return a.finished()
+	})
+	if first {
+		a.t.Fatal("the transfer ended before the attack began")
+	}
+	if !ok {
+		a.t.Fatalf("transfer unfinished at %v: A %+v", a.net.Now(), a.qa.Stats())
+	}
+	a.verify()
+}
+
+// verify checks the outcome: the transfer is byte-exact against the
+// source as it was before the attack, and both QPs are still in RTS.
+func (a *attack) verify() {
+	a.t.Helper()
+	a.check()
+	if !bytes.Equal(a.src, a.pristine) {
+		a.t.Fatal("the attack changed the source buffer")
+	}
+	for _, q := range []*mrc.QP{a.qa, a.qb} {
+		if q.State() != mrc.StateRTS {
+			a.t.Fatalf("QP %d left RTS: %v (%v)", q.QPN(), q.State(), q.Err())
+		}
+	}
+}
+
+// drops returns how many packets side s dropped for why since the attack
+// began.
+func (a *attack) drops(s testnet.Side, why mrc.DropReason) uint64 {
+	return a.net.Endpoint(s).Stats().Drops[why] - a.forged[s].Drops[why]
+}
+
+// inject delivers a forged packet to side s on port.
+func (a *attack) inject(s testnet.Side, port int, pkt []byte) {
+	a.net.Endpoint(s).HandleDatagram(a.net.Now(), port, pkt, len(pkt))
+	a.net.Kick(s)
+}
+
+// decode parses a sniffed packet for editing and keeps its payload.
+func decode(t testing.TB, b []byte) (*wire.Packet, []byte) {
+	t.Helper()
+	var p wire.Packet
+	if err := p.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	return &p, append([]byte(nil), p.Payload...)
+}
+
+// fromB turns a sniffed SACK of B's into a packet to A with header h,
+// addressed as B's packets are.
+func (a *attack) fromB(edit func(p *wire.Packet)) []byte {
+	p, _ := decode(a.t, a.sack.pkt)
+	edit(p)
+	return wire.AppendPacket(nil, p, nil)
+}
+
+// Row 2: one forged NACK UNEXP_EVENT used to fail the requester at once.
+// A fatal NACK now counts only if it names a PSN in flight and reflects
+// one of the QP's EVs.
+func TestAttackFatalNACK(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 31, Planes: 2}, 1<<20)
+	a.run(4, 16, func() bool {
+		for _, bad := range []struct {
+			psnOff uint32  // from the sniffed cumulative ack
+			evXor  wire.EV // applied to the sniffed EV
+		}{
+			{1 << 20, 0},              // a real EV, a PSN not in flight (the issue's attack)
+			{1, 0x0000_0100},          // the PSN after the cumulative ack, but an EV not the QP's
+			{-5000 & wire.PSNMask, 0}, // long acknowledged
+		} {
+			a.inject(testnet.A, a.sack.port, a.fromB(func(p *wire.Packet) {
+				p.BTH.Opcode = wire.OpNACK
+				p.NACK = wire.NACK{Reason: wire.NackUnexpEvent, NackPSN: (p.SACK.CackPSN + bad.psnOff) & wire.PSNMask,
+					Entropy: p.SACK.Entropy ^ bad.evXor, CCType: wire.NACKDefaultCCType}
+			}))
+		}
+		return false
+	})
+	if d := a.drops(testnet.A, mrc.DropFatalNACK); d != 3 {
+		t.Fatalf("%d forged fatal NACKs counted, want 3", d)
+	}
+}
+
+// Row 3: one forged PORT_STATUS request with mask 0 used to turn off every
+// plane of the QP. It is now ignored and counted, and a flood of requests
+// is rate-limited.
+func TestAttackPortStatusAllDown(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 32, Planes: 2}, 1<<20)
+	var peerPorts int
+	onEvent := a.net.OnEvent
+	a.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
+		if ev.Kind == mrc.EventPeerPorts {
+			peerPorts++
+		}
+		onEvent(s, ev)
+	}
+	const flood = 50
+	request := func(mask uint32) func(p *wire.Packet) {
+		return func(p *wire.Packet) {
+			p.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
+			p.PayloadLen = 0
+			p.EPReq = wire.EPRequest{Op: wire.EPPortStatusUpdate, PortStatusMask: mask, TS: wire.TSETH{TxTimestamp: 7, FType: wire.TSETHFType}}
+		}
+	}
+	a.run(4, 16, func() bool {
+		// To A from B's address, and to B from A's.
+		a.inject(testnet.A, a.sack.port, a.fromB(request(0)))
+		p, _ := decode(t, a.data.pkt)
+		request(0)(p)
+		a.inject(testnet.B, a.data.port, wire.AppendPacket(nil, p, nil))
+		// A flood of harmless-looking requests, all at one instant.
+		for range flood {
+			a.inject(testnet.A, a.sack.port, a.fromB(request(uint32(mrc.AllPorts))))
+		}
+		return false
+	})
+	if d := a.drops(testnet.B, mrc.DropPortStatus); d != 1 {
+		t.Fatalf("B counted %d forged all-down requests, want 1", d)
+	}
+	if d := a.drops(testnet.A, mrc.DropPortStatus); d < flood+1-4 {
+		t.Fatalf("A dropped %d of %d port status requests; want the all-down one and all but 4 of the flood", d, flood+1)
+	}
+	if peerPorts != 0 {
+		t.Fatalf("%d port status events from forged requests", peerPorts)
+	}
+}
+
+// Row 4: 30 WRITE_IMMs with an out-of-range RQMSN used to make B NACK
+// WIMM_LIMIT to A, whose QP failed. B now drops and counts them.
+func TestAttackBadRQMSN(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 33, Planes: 2}, 1<<20)
+	const n = 30
+	a.run(4, 16, func() bool {
+		for i := range n {
+			p, payload := decode(t, a.data.pkt)
+			p.BTH.Opcode = wire.OpWriteOnlyImm
+			p.BTH.PSN = (p.BTH.PSN + 1 + uint32(i)) & wire.PSNMask
+			p.METH.RQMSN = 0x4000
+			a.inject(testnet.B, a.data.port, wire.AppendPacket(nil, p, payload))
+		}
+		return false
+	})
+	if d := a.drops(testnet.B, mrc.DropWimmLimit); d != n {
+		t.Fatalf("B counted %d WRITE_IMMs with a bad RQMSN, want %d", d, n)
+	}
+	if s := a.qb.Stats(); s.NACKsSent != 0 {
+		t.Fatalf("B sent %d NACKs", s.NACKsSent)
+	}
+}
+
+// Row 5: a QP of B's could WRITE, with a sniffed R_Key, into a region
+// registered for another QP. Regions now belong to a protection domain and
+// a QP may use only keys of its own.
+func TestAttackOtherPDKey(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 34, Planes: 2}, 1<<20)
+	a.run(4, 16, func() bool { return false })
+	// The attacker is a legitimate peer of B's on its own QP pair, whose
+	// B side has its own protection domain.
+	qa2, qb2 := connectPD(t, a.net, mrc.PD{}, a.net.Endpoint(testnet.B).AllocPD())
+	evil := make([]byte, 64<<10)
+	for i := range evil {
+		evil[i] = 0xEE
+	}
+	mr, err := a.net.Endpoint(testnet.A).RegisterMemory(evil, mrc.AccessLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.net.OnEvent = nil // the attacker's QP may fail; ours are checked below
+	for i := range 4 {
+		err := qa2.PostWrite(a.net.Now(), mrc.WriteRequest{ID: uint64(i), Local: mr, Remote: a.dstMR,
+			RemoteOffset: uint64(i) << 16, Length: uint64(len(evil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.net.Kick(testnet.A)
+	a.net.RunUntil(a.net.Now().Add(2*time.Millisecond), func() bool { return false })
+	a.verify()
+	if d := qb2.Stats().Drops[mrc.DropAccess]; d == 0 || qb2.Stats().DataReceived != 0 {
+		t.Fatalf("B's attacker QP: %d WRITEs with another PD's key dropped, %d accepted", d, qb2.Stats().DataReceived)
+	}
+}
+
+// connectPD brings a new QP pair between A and B to RTS, each side in the
+// protection domain given.
+func connectPD(t *testing.T, n *testnet.Net, pdA, pdB mrc.PD) (qa, qb *mrc.QP) {
+	t.Helper()
+	qs := [2]*mrc.QP{}
+	pds := [2]mrc.PD{pdA, pdB}
+	for s := range 2 {
+		var err error
+		if qs[s], err = n.Endpoint(testnet.Side(s)).CreateQP(); err != nil {
+			t.Fatal(err)
+		}
+		if err := qs[s].Init(n.Now(), mrc.InitAttr{PD: pds[s]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s := range 2 {
+		o := testnet.Side(1 - s)
+		remote := []netip.Addr{testnet.Addr(o, 0), testnet.Addr(o, 1)}
+		if err := qs[s].ReadyToReceive(n.Now(), mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote}); err != nil {
+			t.Fatal(err)
+		}
+		if err := qs[s].ReadyToSend(n.Now(), mrc.RTSAttr{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return qs[0], qs[1]
+}
+
+// Row 6: 256 WRITEs into A's own source buffer, one per tag guess, used to
+// change what A sent. A source buffer is now local-only: even the right
+// key is refused, and the other guesses name no region.
+func TestAttackSourceBuffer(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 35, Planes: 2}, 1<<20)
+	a.run(4, 16, func() bool {
+		const tagBits = 20
+		idx := a.srcMR.Key &^ (1<<tagBits - 1)
+		for g := range uint32(256) {
+			key := idx | (a.srcMR.Key+g)&(1<<tagBits-1) // g = 0 is the right key
+			p, payload := decode(t, a.data.pkt)
+			p.IP.Src, p.IP.Dst = p.IP.Dst, p.IP.Src
+			p.BTH.DestQP = a.qa.QPN()
+			p.BTH.PSN = 100 + g // A's receive window: B sends nothing
+			p.RETH.VA, p.RETH.RKey = a.srcMR.Addr+uint64(g)*4096, key
+			for i := range payload {
+				payload[i] = 0xEE
+			}
+			a.inject(testnet.A, a.data.port, wire.AppendPacket(nil, p, payload))
+		}
+		return false
+	})
+	if d := a.drops(testnet.A, mrc.DropAccess); d != 1 {
+		t.Fatalf("the right key into the source buffer: %d drops for access, want 1", d)
+	}
+	if d := a.drops(testnet.A, mrc.DropBadRKey); d != 255 {
+		t.Fatalf("%d wrong tag guesses dropped as bad keys, want 255", d)
+	}
+}
+
+// Row 7: a forged SACK up to a sniffed PSN, under 0.5% loss, used to
+// acknowledge packets the responder never got. A SACK must now reflect one
+// of the QP's EVs and acknowledge only PSNs sent.
+func TestAttackForgedSACK(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 36, Planes: 2, Loss: 0.005}, 4<<20)
+	var badEV, beyond uint64
+	step := 0
+	a.run(8, 16, func() bool {
+		if step++; step%8 != 0 {
+			return true
+		}
+		d, _ := decode(t, a.data.pkt)
+		last := d.BTH.PSN
+		a.inject(testnet.A, a.sack.port, a.fromB(func(p *wire.Packet) {
+			// A blind forger: the right PSNs, an EV of its own.
+			p.SACK.CackPSN, p.SACK.AckPSNOffset, p.SACK.SackBitmap = last, 0, 0
+			p.SACK.Entropy = 0x0001_0001
+		}))
+		a.inject(testnet.A, a.sack.port, a.fromB(func(p *wire.Packet) {
+			// A real EV, but a bitmap naming PSNs not yet sent.
+			p.SACK.CackPSN, p.SACK.AckPSNOffset, p.SACK.SackOffset, p.SACK.SackBitmap = last, 0, 1, 1
+		}))
+		badEV++
+		beyond++
+		return true
+	})
+	if d := a.drops(testnet.A, mrc.DropBadEV); d != badEV {
+		t.Fatalf("%d SACKs with a foreign EV dropped, want %d", d, badEV)
+	}
+	if d := a.drops(testnet.A, mrc.DropStale); d < beyond {
+		t.Fatalf("%d SACKs acknowledging unsent PSNs dropped, want at least %d", d, beyond)
+	}
+}
+
+// Row 11: trimmed headers for PSNs never sent used to be NACKed before the
+// R_Key check: 118,398 NACKs. They now pass the key check first, and the
+// NACKs of those that do are bounded per RTT.
+func TestAttackTrimmedFlood(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 37, Planes: 2}, 1<<20)
+	const n = 3000
+	var nacks0 uint64
+	a.run(4, 16, func() bool {
+		nacks0 = a.qb.Stats().NACKsSent
+		for _, badKey := range []bool{true, false} {
+			for i := range n {
+				p, payload := decode(t, a.data.pkt)
+				p.BTH.PSN = (p.BTH.PSN + 1 + uint32(i%500)) & wire.PSNMask
+				if badKey {
+					p.RETH.RKey ^= 0x10
+				}
+				trimmed, err := wire.Trim(wire.AppendPacket(nil, p, payload), mrc.DefaultDSCP.Trimmed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.inject(testnet.B, a.data.port, trimmed)
+			}
+			if badKey && a.qb.Stats().NACKsSent != nacks0 {
+				t.Fatalf("B NACKed trimmed headers with a bad R_Key")
+			}
+		}
+		return false
+	})
+	if d := a.drops(testnet.B, mrc.DropBadRKey); d != n {
+		t.Fatalf("%d trimmed headers with a bad key dropped, want %d", d, n)
+	}
+	s := a.qb.Stats()
+	if sent := s.NACKsSent - nacks0; sent > 1024 {
+		t.Fatalf("B sent %d NACKs for %d trimmed headers in one instant, want at most its window (1024)", sent, n)
+	}
+	if w := s.AnswersWithheld - a.forged[testnet.B].AnswersWithheld; w < n-1024 {
+		t.Fatalf("%d answers withheld, want at least %d", w, n-1024)
+	}
+}

@@ -2,6 +2,7 @@ package mrc_test
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -376,5 +377,154 @@ func TestAttackTrimmedFlood(t *testing.T) {
 	}
 	if w := s.AnswersWithheld - a.forged[testnet.B].AnswersWithheld; w < n-1024 {
 		t.Fatalf("%d answers withheld, want at least %d", w, n-1024)
+	}
+}
+
+// Row 1, core side: every setup verb rejects out-of-range attributes with
+// ErrInvalidAttr, and none panics (an EV count of -1 used to).
+func TestSetupBadAttributes(t *testing.T) {
+	ports := []netip.Addr{netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")}
+	peer := []netip.Addr{netip.MustParseAddr("fd00::3"), netip.MustParseAddr("fd00::4")}
+	newEP := func() *mrc.Endpoint {
+		ep, err := mrc.NewEndpoint(mrc.Config{Ports: ports})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	other := newEP().AllocPD()
+	many := make([]netip.Addr, mrc.MaxPlanes+1)
+	for i := range many {
+		many[i] = netip.AddrFrom16([16]byte{0xfd, 15: byte(i + 1)})
+	}
+	for name, cfg := range map[string]mrc.Config{
+		"17 ports":     {Ports: many},
+		"MTU -1":       {Ports: ports, MTU: -1},
+		"MTU huge":     {Ports: ports, MTU: 1 << 30},
+		"max QPs -1":   {Ports: ports, MaxQPs: -1},
+		"SACK every":   {Ports: ports, SackEvery: -1},
+		"base RTT":     {Ports: ports, BaseRTT: -1},
+		"IPv4 port":    {Ports: []netip.Addr{netip.MustParseAddr("10.0.0.1")}},
+		"encap 9":      {Ports: ports, Encap: 9},
+		"link speed":   {Ports: ports, LinkBitsPerSec: -1},
+		"loss timeout": {Ports: ports, LossTimeout: -1},
+	} {
+		if _, err := mrc.NewEndpoint(cfg); !errors.Is(err, mrc.ErrInvalidAttr) {
+			t.Errorf("NewEndpoint %s: %v", name, err)
+		}
+	}
+	for name, a := range map[string]mrc.InitAttr{
+		"EVs -1":             {EVs: mrc.EVProfile{ActivePerPlane: -1}},
+		"EVs huge":           {EVs: mrc.EVProfile{ActivePerPlane: 1 << 40}},
+		"EVs over the table": {EVs: mrc.EVProfile{ActivePerPlane: 8192}},
+		"backups huge":       {EVs: mrc.EVProfile{BackupPerPlane: 1 << 40}},
+		"paths -1":           {EVs: mrc.EVProfile{PathsPerPlane: -1}},
+		"paths huge":         {EVs: mrc.EVProfile{PathsPerPlane: 1 << 40}},
+		"min active -1":      {EVs: mrc.EVProfile{MinActive: -1}},
+		"min active huge":    {EVs: mrc.EVProfile{MinActive: 1 << 40}},
+		"skip -1":            {EVs: mrc.EVProfile{Skip: -1}},
+		"probe interval -1":  {EVs: mrc.EVProfile{ProbeInterval: -1}},
+		"probe successes":    {EVs: mrc.EVProfile{ProbeSuccesses: -1}},
+		"another's PD":       {PD: other},
+	} {
+		q, err := newEP().CreateQP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Init(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+			t.Errorf("Init %s: %v", name, err)
+		}
+	}
+	for name, a := range map[string]mrc.RTRAttr{
+		"QPN huge":       {RemoteQPN: 1 << 30, Remote: peer},
+		"one address":    {RemoteQPN: 0x300, Remote: peer[:1]},
+		"PSN 25 bits":    {RemoteQPN: 0x300, Remote: peer, RecvPSN: 1 << 24},
+		"MPR -1":         {RemoteQPN: 0x300, Remote: peer, MPRDest: -1},
+		"max WIMM -1":    {RemoteQPN: 0x300, Remote: peer, MaxWimmDest: -1},
+		"max WIMM huge":  {RemoteQPN: 0x300, Remote: peer, MaxWimmDest: 1 << 40},
+		"invalid remote": {RemoteQPN: 0x300, Remote: []netip.Addr{{}, {}}},
+	} {
+		ep := newEP()
+		q, _ := ep.CreateQP()
+		if err := q.Init(0, mrc.InitAttr{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.ReadyToReceive(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+			t.Errorf("ReadyToReceive %s: %v", name, err)
+		}
+	}
+	for name, a := range map[string]mrc.RTSAttr{
+		"PSN 25 bits":   {SendPSN: 1 << 24},
+		"MPR huge":      {MPR: 1 << 40},
+		"MPR -1":        {MPR: -1},
+		"max WIMM -1":   {MaxWimm: -1},
+		"timeout -1":    {Timeout: -1},
+		"timeout 64":    {Timeout: 64},
+		"retries huge":  {RetryExp: 1 << 40},
+		"SQ depth -1":   {SQDepth: -1},
+		"SQ depth huge": {SQDepth: 1 << 40},
+	} {
+		ep := newEP()
+		q, _ := ep.CreateQP()
+		if err := q.Init(0, mrc.InitAttr{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: 0x300, Remote: peer}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.ReadyToSend(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+			t.Errorf("ReadyToSend %s: %v", name, err)
+		}
+	}
+	ep := newEP()
+	for name, reg := range map[string]func() error{
+		"empty":           func() error { _, err := ep.RegisterMemory(nil, mrc.AccessRemoteWrite); return err },
+		"unknown access":  func() error { _, err := ep.RegisterMemory(make([]byte, 8), 0x80); return err },
+		"another's PD":    func() error { _, err := ep.RegisterMemoryPD(other, make([]byte, 8), mrc.AccessLocal); return err },
+		"phantom empty":   func() error { _, err := ep.RegisterPhantom(0, mrc.AccessLocal); return err },
+		"phantom too big": func() error { _, err := ep.RegisterPhantom(1<<62, mrc.AccessLocal); return err },
+	} {
+		if err := reg(); !errors.Is(err, mrc.ErrInvalidAttr) {
+			t.Errorf("register %s: %v", name, err)
+		}
+	}
+}
+
+// Issue 10 item 3, core side: nothing assumes PSN 0. A lossy, trimming
+// transfer starting just before the 24-bit PSN wrap completes byte-exact.
+func TestTransferAcrossPSNWrap(t *testing.T) {
+	x := newTransfer(t, testnet.Config{Seed: 38, Planes: 2, StartPSN: wire.PSNMask - 40, Loss: 0.01, Trim: 0.02, Dup: 0.01},
+		mrc.EVProfile{}, mrc.RTSAttr{}, 2<<20)
+	x.postAll(6)
+	if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+		t.Fatalf("transfer across the PSN wrap unfinished at %v", x.net.Now())
+	}
+	x.check()
+	if s := x.qa.Stats(); s.DataSent < 100 || s.Retransmits == 0 {
+		t.Fatalf("the transfer should cross the wrap and retransmit: %+v", s)
+	}
+}
+
+// Row 8, core side: an endpoint with real memory takes a datagram shorter
+// than its length fields say as malformed, never as a phantom payload
+// whose checksum and ICRC need no check.
+func TestAttackTruncated(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 39, Planes: 2}, 1<<20)
+	const n = 20
+	a.run(4, 16, func() bool {
+		for i := range n {
+			p, payload := decode(t, a.data.pkt)
+			p.BTH.PSN = (p.BTH.PSN + 1 + uint32(i)) & wire.PSNMask
+			for j := range payload {
+				payload[j] = 0xEE
+			}
+			pkt := wire.AppendPacket(nil, p, payload)
+			cut := pkt[:len(pkt)-100]
+			a.net.Endpoint(testnet.B).HandleDatagram(a.net.Now(), a.data.port, cut, len(pkt))
+		}
+		return false
+	})
+	if d := a.drops(testnet.B, mrc.DropMalformed); d != n {
+		t.Fatalf("%d truncated datagrams counted as malformed, want %d", d, n)
 	}
 }

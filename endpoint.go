@@ -246,6 +246,14 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, DropQPState)
 		return
 	}
+	// Only an endpoint with phantom regions (a simulation) takes a
+	// datagram shorter than its wire length; anywhere else it is a
+	// truncated or forged one.
+	phantom := wireLen > len(pkt)
+	if wireLen != len(pkt) && (!phantom || e.phantoms == 0) {
+		e.drop(now, &e.stats, 0, DropMalformed)
+		return
+	}
 	p := &e.rx
 	if err := p.Decode(pkt); err != nil {
 		e.drop(now, &e.stats, 0, DropMalformed)
@@ -266,11 +274,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, DropNotMRC)
 		return
 	}
-	// Only an endpoint with phantom regions (a simulation) takes a
-	// datagram shorter than its wire length; anywhere else it is a
-	// truncated or forged one, checked like any other.
-	phantom := wireLen > len(pkt) && e.phantoms > 0
-	if phantom && wireLen != p.Len() || !phantom && (wireLen != len(pkt) || p.PayloadLen > len(p.Payload)) {
+	if phantom && wireLen != p.Len() || !phantom && p.PayloadLen > len(p.Payload) {
 		e.drop(now, &e.stats, 0, DropMalformed)
 		return
 	}

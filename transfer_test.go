@@ -20,7 +20,7 @@ type transfer struct {
 	src     []byte
 	dst     []byte
 	dstMR   mrc.MR
-	srcMR   mrc.MR // set by postAll
+	srcMR   mrc.MR         // set by postAll
 	done    map[uint64]int // completions per WR ID at A
 	imms    map[uint32]int // immediates delivered at B
 	errs    []mrc.Event

@@ -528,3 +528,34 @@ func TestAttackTruncated(t *testing.T) {
 		t.Fatalf("%d truncated datagrams counted as malformed, want %d", d, n)
 	}
 }
+
+// Row 11, duplicates: replays of a sniffed genuine packet asking for an
+// acknowledgement are answered at most one window's worth per RTT, and a
+// replay with a bad key not at all.
+func TestAttackDuplicateFlood(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 40, Planes: 2}, 1<<20)
+	const n = 3000
+	a.run(4, 64, func() bool {
+		p, payload := decode(t, a.data.pkt)
+		p.BTH.PSN = (p.BTH.PSN - 32) & wire.PSNMask // received long ago
+		p.BTH.AckReq = true
+		bad := *p
+		bad.RETH.RKey ^= 0x10
+		for range n {
+			a.inject(testnet.B, a.data.port, wire.AppendPacket(nil, &bad, payload))
+		}
+		for range n {
+			a.inject(testnet.B, a.data.port, wire.AppendPacket(nil, p, payload))
+		}
+		return false
+	})
+	if d := a.drops(testnet.B, mrc.DropBadRKey); d != n {
+		t.Fatalf("%d replays with a bad key dropped, want %d", d, n)
+	}
+	if d := a.qb.Stats().Duplicates - a.forged[testnet.B].Duplicates; d != n {
+		t.Fatalf("%d duplicates, want the %d replays with the right key", d, n)
+	}
+	if w := a.qb.Stats().AnswersWithheld - a.forged[testnet.B].AnswersWithheld; w < n-1024 {
+		t.Fatalf("%d answers to %d replays withheld, want at least %d", w, n, n-1024)
+	}
+}

@@ -3,6 +3,7 @@ package mrc_test
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -557,5 +558,93 @@ func TestAttackDuplicateFlood(t *testing.T) {
 	}
 	if w := a.qb.Stats().AnswersWithheld - a.forged[testnet.B].AnswersWithheld; w < n-1024 {
 		t.Fatalf("%d answers to %d replays withheld, want at least %d", w, n, n-1024)
+	}
+}
+
+// TestAttackSoak mixes 100,000 forged packets of every class above, a few
+// per network step, into a lossy, trimming transfer: it must complete byte-exact with
+// both QPs in RTS, and every forged packet must be counted somewhere.
+func TestAttackSoak(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 41, Planes: 2, Loss: 0.002, Trim: 0.01}, 8<<20)
+	r := rand.New(rand.NewPCG(41, 1))
+	const n, perStep = 100_000, 5
+	sent := 0
+	toB := func(edit func(p *wire.Packet, payload []byte) []byte) {
+		p, payload := decode(t, a.data.pkt)
+		a.inject(testnet.B, a.data.port, edit(p, payload))
+	}
+	toA := func(edit func(p *wire.Packet)) { a.inject(testnet.A, a.sack.port, a.fromB(edit)) }
+	classes := []func(){
+		func() { // fatal NACK, PSN not in flight
+			toA(func(p *wire.Packet) {
+				p.BTH.Opcode = wire.OpNACK
+				p.NACK = wire.NACK{Reason: wire.NackUnexpEvent, NackPSN: (p.SACK.CackPSN + 1<<20) & wire.PSNMask, Entropy: p.SACK.Entropy}
+			})
+		},
+		func() { // port status, every port down
+			toA(func(p *wire.Packet) {
+				p.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
+				p.EPReq = wire.EPRequest{Op: wire.EPPortStatusUpdate, TS: wire.TSETH{FType: wire.TSETHFType}}
+			})
+		},
+		func() { // SACK with a foreign EV up to the latest PSN
+			d, _ := decode(t, a.data.pkt)
+			toA(func(p *wire.Packet) { p.SACK.CackPSN, p.SACK.SackBitmap, p.SACK.Entropy = d.BTH.PSN, 0, 1 })
+		},
+		func() { // WRITE_IMM with a bad RQMSN
+			toB(func(p *wire.Packet, payload []byte) []byte {
+				p.BTH.Opcode, p.BTH.PSN, p.METH.RQMSN = wire.OpWriteOnlyImm, (p.BTH.PSN+1)&wire.PSNMask, 0x4000
+				return wire.AppendPacket(nil, p, payload)
+			})
+		},
+		func() { // a guessed key
+			toB(func(p *wire.Packet, payload []byte) []byte {
+				p.BTH.PSN, p.RETH.RKey = (p.BTH.PSN+1)&wire.PSNMask, p.RETH.RKey^uint32(1+r.IntN(1<<20-1))
+				return wire.AppendPacket(nil, p, payload)
+			})
+		},
+		func() { // a trimmed header for a PSN not sent
+			toB(func(p *wire.Packet, payload []byte) []byte {
+				p.BTH.PSN = (p.BTH.PSN + 1 + uint32(r.IntN(256))) & wire.PSNMask
+				b, _ := wire.Trim(wire.AppendPacket(nil, p, payload), mrc.DefaultDSCP.Trimmed)
+				return b
+			})
+		},
+		func() { // a replay asking for a SACK
+			toB(func(p *wire.Packet, payload []byte) []byte {
+				p.BTH.AckReq = true
+				return wire.AppendPacket(nil, p, payload)
+			})
+		},
+		func() { // a truncated datagram claiming its full length
+			p, payload := decode(t, a.data.pkt)
+			b := wire.AppendPacket(nil, p, payload)
+			a.net.Endpoint(testnet.B).HandleDatagram(a.net.Now(), a.data.port, b[:len(b)/2], len(b))
+		},
+	}
+	a.run(8, 16, func() bool {
+		for range perStep {
+			classes[r.IntN(len(classes))]()
+			sent++
+		}
+		return sent < n
+	})
+	if sent < n {
+		t.Fatalf("only %d of %d forged packets went in before the transfer ended", sent, n)
+	}
+	var counted uint64
+	for s := testnet.A; s <= testnet.B; s++ {
+		st, s0 := a.net.Endpoint(s).Stats(), a.forged[s]
+		counted += st.Dropped() - s0.Dropped() + st.Duplicates - s0.Duplicates + st.TrimmedReceived - s0.TrimmedReceived
+		t.Logf("side %d: %d duplicates, %d trimmed headers, %d answers withheld", s, st.Duplicates-s0.Duplicates,
+			st.TrimmedReceived-s0.TrimmedReceived, st.AnswersWithheld-s0.AnswersWithheld)
+		for why := range mrc.DropReason(len(st.Drops)) {
+			if d := st.Drops[why] - s0.Drops[why]; d > 0 {
+				t.Logf("side %d: %d %v", s, d, why)
+			}
+		}
+	}
+	if counted < n {
+		t.Fatalf("%d forged packets, %d counted", n, counted)
 	}
 }

@@ -648,3 +648,23 @@ func TestAttackSoak(t *testing.T) {
 		t.Fatalf("%d forged packets, %d counted", n, counted)
 	}
 }
+
+// Row 11, probes: a flood of forged probes from the peer's address is
+// answered at most once per EV of the QP per RTT.
+func TestAttackProbeFlood(t *testing.T) {
+	a := newAttack(t, testnet.Config{Seed: 42, Planes: 2}, 1<<20)
+	const n = 2000
+	a.run(4, 16, func() bool {
+		p, _ := decode(t, a.data.pkt)
+		p.BTH.Opcode, p.PayloadLen = wire.OpProbe, 0
+		p.Probe = wire.Probe{ProbeID: 9, TS: wire.TSETH{FType: wire.TSETHFType}}
+		for range n {
+			a.inject(testnet.B, a.data.port, wire.AppendPacket(nil, p, nil))
+		}
+		return false
+	})
+	evs := len(a.qb.EVs())
+	if w := a.qb.Stats().AnswersWithheld - a.forged[testnet.B].AnswersWithheld; w < uint64(n-evs) {
+		t.Fatalf("%d of %d probe answers withheld, want at least %d (the QP has %d EVs)", w, n, n-evs, evs)
+	}
+}

@@ -271,7 +271,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		return
 	}
 	if trimmed {
-		q.recvTrimmed(now, p, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
+		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
 	}
 	if !fresh {
@@ -375,7 +375,7 @@ func (q *QP) placement(p *wire.Packet, phantom, trimmed, fresh bool) (*memreg.Re
 // recvTrimmed NACKs a trimmed header at once, so that the requester
 // resends in about one RTT (digest §3.6, §3.9), unless its PSN is already
 // here or the QP's trim NACKs for this RTT are spent.
-func (q *QP) recvTrimmed(now mtime.Time, p *wire.Packet, t0 trigger, fresh, lastHop bool) {
+func (q *QP) recvTrimmed(now mtime.Time, t0 trigger, fresh, lastHop bool) {
 	e, r := q.ep, &q.rx
 	q.stats.TrimmedReceived++
 	if t := e.cfg.Tracer; t != nil {

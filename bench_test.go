@@ -56,11 +56,11 @@ func benchLoop(b *testing.B, phantom bool) {
 	const size = 1 << 30
 	var src, dst mrc.MR
 	if phantom {
-		src, _ = eps[0].RegisterPhantom(size)
-		dst, _ = eps[1].RegisterPhantom(size)
+		src, _ = eps[0].RegisterPhantom(size, mrc.AccessLocal)
+		dst, _ = eps[1].RegisterPhantom(size, mrc.AccessRemoteWrite)
 	} else {
-		src, _ = eps[0].RegisterMemory(make([]byte, 64<<20))
-		dst, _ = eps[1].RegisterMemory(make([]byte, 64<<20))
+		src, _ = eps[0].RegisterMemory(make([]byte, 64<<20), mrc.AccessLocal)
+		dst, _ = eps[1].RegisterMemory(make([]byte, 64<<20), mrc.AccessRemoteWrite)
 	}
 	bufA := make([]byte, mrc.MaxHeaderLen+mtu+16)
 	bufB := make([]byte, mrc.MaxHeaderLen+mtu+16)

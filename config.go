@@ -190,6 +190,10 @@ type EVProfile struct {
 // InitAttr are the attributes of the RESET→INIT transition.
 type InitAttr struct {
 	EVs EVProfile
+	// PD is the QP's protection domain: it sends only from regions of
+	// this PD and accepts WRITEs only into them (zero: the endpoint's
+	// default PD).
+	PD PD
 	// NewCC builds the QP's congestion controller (MRC_QP_CC_PROFILE_ID).
 	// Nil means UET NSCC with defaults derived from the endpoint's
 	// BaseRTT, link speed and MTU.

@@ -73,7 +73,9 @@ type Endpoint struct {
 	stats  Stats // endpoint-level counts (drops before a QP is known)
 	events fifo.Queue[Event]
 
-	mem memreg.Table
+	mem      memreg.Table
+	pds      uint32 // protection domains allocated (AllocPD); 0 is the default
+	phantoms int    // phantom regions registered: short datagrams are acceptable
 
 	qps    qptable.Table[*QP]
 	ready  fifo.Queue[*QP] // QPs that may have something to send, round-robin
@@ -244,6 +246,14 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, DropQPState)
 		return
 	}
+	// Only an endpoint with phantom regions (a simulation) takes a
+	// datagram shorter than its wire length; anywhere else it is a
+	// truncated or forged one.
+	phantom := wireLen > len(pkt)
+	if wireLen != len(pkt) && (!phantom || e.phantoms == 0) {
+		e.drop(now, &e.stats, 0, DropMalformed)
+		return
+	}
 	p := &e.rx
 	if err := p.Decode(pkt); err != nil {
 		e.drop(now, &e.stats, 0, DropMalformed)
@@ -264,7 +274,6 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, DropNotMRC)
 		return
 	}
-	phantom := wireLen > len(pkt)
 	if phantom && wireLen != p.Len() || !phantom && p.PayloadLen > len(p.Payload) {
 		e.drop(now, &e.stats, 0, DropMalformed)
 		return

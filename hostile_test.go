@@ -139,7 +139,8 @@ func FuzzHandleDatagram(f *testing.F) {
 		s1 := epB.Stats()
 		if s1.Dropped() == s0.Dropped() && s1.DataReceived == s0.DataReceived &&
 			s1.Duplicates == s0.Duplicates && s1.TrimmedReceived == s0.TrimmedReceived &&
-			s1.SACKsReceived == s0.SACKsReceived && s1.NACKsReceived == s0.NACKsReceived {
+			s1.SACKsReceived == s0.SACKsReceived && s1.NACKsReceived == s0.NACKsReceived &&
+			s1.AnswersWithheld == s0.AnswersWithheld {
 			// Probes and endpoint operations are answered, not counted.
 			var p wire.Packet
 			if err := p.Decode(pkt); err != nil || (p.BTH.Opcode != wire.OpProbe && p.BTH.DestQP != wire.QPNEndpoint) {
@@ -160,6 +161,54 @@ func FuzzHandleDatagram(f *testing.F) {
 	})
 }
 
+// FuzzHandleDatagramRealMemory feeds arbitrary bytes, mutations of genuine
+// packets and wrong wire lengths to an endpoint that has only real
+// memory. Besides FuzzHandleDatagram's checks: a datagram whose wire
+// length differs from its bytes is never taken as a phantom payload, it is
+// dropped as malformed; and nothing the endpoint accepts changes the
+// memory outside what a genuine packet would write.
+func FuzzHandleDatagramRealMemory(f *testing.F) {
+	_, pkts := capture(f)
+	for _, p := range pkts {
+		f.Add(p, uint8(0), uint16(0))
+		f.Add(p, uint8(1), uint16(100))
+	}
+	x := newTransfer(f, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
+	epB := x.net.Endpoint(testnet.B)
+	buf := make([]byte, mrc.MaxHeaderLen+1024+16)
+	f.Fuzz(func(t *testing.T, pkt []byte, port uint8, extra uint16) {
+		wireLen := len(pkt) + int(extra)
+		s0 := epB.Stats()
+		epB.HandleDatagram(0, int(port%3), pkt, wireLen)
+		s1 := epB.Stats()
+		if extra != 0 {
+			if s1.Drops[mrc.DropMalformed]+s1.Drops[mrc.DropQPState] == s0.Drops[mrc.DropMalformed]+s0.Drops[mrc.DropQPState] ||
+				s1.DataReceived != s0.DataReceived || s1.TrimmedReceived != s0.TrimmedReceived {
+				t.Fatalf("a datagram %d bytes short of its wire length was not dropped as malformed: % x", extra, pkt)
+			}
+		}
+		if s1.Dropped() == s0.Dropped() && s1.DataReceived == s0.DataReceived &&
+			s1.Duplicates == s0.Duplicates && s1.TrimmedReceived == s0.TrimmedReceived &&
+			s1.SACKsReceived == s0.SACKsReceived && s1.NACKsReceived == s0.NACKsReceived &&
+			s1.AnswersWithheld == s0.AnswersWithheld {
+			var p wire.Packet
+			if err := p.Decode(pkt); err != nil || (p.BTH.Opcode != wire.OpProbe && p.BTH.DestQP != wire.QPNEndpoint) {
+				t.Fatalf("packet neither accepted nor counted as a drop: % x", pkt)
+			}
+		}
+		for i := range guard {
+			if x.dst[i] != 0xA5 || x.dst[len(x.dst)-1-i] != 0xA5 {
+				t.Fatal("write outside the memory region")
+			}
+		}
+		for range 64 {
+			if _, ok := epB.PollTransmit(0, mrc.AllPorts, buf); !ok {
+				break
+			}
+		}
+	})
+}
+
 // TestVerbErrors checks that every invalid verb returns a clear error.
 func TestVerbErrors(t *testing.T) {
 	ep, err := mrc.NewEndpoint(mrc.Config{Ports: []netip.Addr{netip.MustParseAddr("fd00::1")}})
@@ -167,7 +216,7 @@ func TestVerbErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := ep.CreateQP()
-	mr, _ := ep.RegisterMemory(make([]byte, 4096))
+	mr, _ := ep.RegisterMemory(make([]byte, 4096), mrc.AccessLocal)
 	remote := mrc.MR{Key: 7, Addr: 1 << 32, Len: 4096}
 	wr := mrc.WriteRequest{Local: mr, Remote: remote, Length: 100}
 	if err := q.PostWrite(0, wr); !errors.Is(err, mrc.ErrQPState) {
@@ -314,8 +363,8 @@ func TestPhantomTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1 << 30)
-	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1 << 30)
+	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1<<30, mrc.AccessLocal)
+	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1<<30, mrc.AccessRemoteWrite)
 	var wire, carried int
 	n.Tap = func(_ mtime.Time, _ testnet.Side, tx mrc.Transmit, _ []byte) { wire += tx.WireLen; carried += tx.Len }
 	done := 0

@@ -27,7 +27,15 @@ type peer struct {
 	// A response we owe it.
 	respond   bool
 	respondID uint16
+
+	requests budget // endpoint requests it may make per interval
 }
+
+// Port status requests a peer may make per loss timeout: a real peer
+// sends one per change of its ports and repeats it no sooner than one
+// loss timeout later. Requests over the rate are dropped unanswered, so
+// an honest peer's repeat gets through later.
+const portRequestsPerLossTimeout = 4
 
 // maxPortUpdates bounds the retransmissions of one port status update.
 const maxPortUpdates = 8
@@ -40,7 +48,7 @@ func (e *Endpoint) peerFor(q *QP) *peer {
 			return p
 		}
 	}
-	p := &peer{addrs: q.remote, qps: []*QP{q}, up: AllPorts}
+	p := &peer{addrs: q.remote, qps: []*QP{q}, up: 1<<len(e.ports) - 1}
 	e.peers = append(e.peers, p)
 	return p
 }
@@ -102,8 +110,20 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 	}
 	switch p.BTH.Opcode {
 	case wire.OpEndpointRequest:
+		if !pr.requests.take(now, portRequestsPerLossTimeout, e.cfg.LossTimeout) {
+			e.drop(now, &e.stats, 0, DropPortStatus)
+			return
+		}
 		if p.EPReq.Op == wire.EPPortStatusUpdate {
-			e.applyPeerPorts(now, pr, PortMask(p.EPReq.PortStatusMask))
+			// The request came in on port, so the peer's port of
+			// that plane is up: a mask saying otherwise (every port
+			// down, say) is forged or corrupt.
+			up := PortMask(p.EPReq.PortStatusMask)
+			if up&(1<<port) == 0 {
+				e.drop(now, &e.stats, 0, DropPortStatus)
+				return
+			}
+			e.applyPeerPorts(now, pr, up)
 		}
 		pr.respond, pr.respondID = true, p.EPReq.TS.TxTimestamp
 		e.epWork = true

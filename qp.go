@@ -61,6 +61,7 @@ type QP struct {
 	inReady    bool // queued in the endpoint's ready list
 
 	// INIT
+	pd    uint32 // protection domain
 	evp   EVProfile
 	evs   *evset.Set
 	cc    cc.Controller
@@ -112,6 +113,10 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		return fmt.Errorf("%w: Init in %v", ErrQPState, q.state)
 	}
 	e := q.ep
+	pd, err := e.pdID(a.PD)
+	if err != nil {
+		return err
+	}
 	p := a.EVs
 	if p.ActivePerPlane == 0 {
 		p.ActivePerPlane = max(1, defaultActiveEVs/len(e.ports))
@@ -132,6 +137,9 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		return fmt.Errorf("%w: %d paths per plane, want 1..%d", ErrInvalidAttr, p.PathsPerPlane, maxPaths)
 	}
 	planes := len(e.ports)
+	if err := checkEVCounts(p, planes); err != nil {
+		return err
+	}
 	values := make([]uint32, 0, planes*(p.ActivePerPlane+p.BackupPerPlane))
 	var used [maxPaths / 64]uint64
 	for pl := range planes {
@@ -152,7 +160,7 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		return fmt.Errorf("%w: %v", ErrInvalidAttr, err)
 	}
 	evs.Notify = q.onEVTransition
-	q.evp, q.evs = p, evs
+	q.pd, q.evp, q.evs = pd, p, evs
 	q.newCC = a.NewCC
 	if q.newCC == nil {
 		q.newCC = func(now mtime.Time) cc.Controller {
@@ -164,6 +172,18 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		}
 	}
 	q.setState(now, StateInit)
+	return nil
+}
+
+// checkEVCounts rejects EV counts no EV table can hold, before the table
+// is allocated (evset.Config.Validate checks the rest): negative active
+// counts and more than evset.MaxEVs EVs in all.
+func checkEVCounts(p EVProfile, planes int) error {
+	if p.ActivePerPlane < 1 || p.ActivePerPlane > evset.MaxEVs || p.BackupPerPlane > evset.MaxEVs ||
+		(p.ActivePerPlane+p.BackupPerPlane)*planes > evset.MaxEVs {
+		return fmt.Errorf("%w: %d active and %d backup EVs on each of %d planes, want 1..%d in all",
+			ErrInvalidAttr, p.ActivePerPlane, p.BackupPerPlane, planes, evset.MaxEVs)
+	}
 	return nil
 }
 
@@ -301,8 +321,8 @@ func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
 	}
 	q.now = max(q.now, now)
 	r := q.ep.mem.Lookup(wr.Local.Key)
-	if r == nil {
-		return fmt.Errorf("%w: local key %#x", ErrBadMR, wr.Local.Key)
+	if r == nil || r.PD != q.pd {
+		return fmt.Errorf("%w: local key %#x in the QP's protection domain", ErrBadMR, wr.Local.Key)
 	}
 	if wr.Length > MaxWriteLen {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidAttr, wr.Length, MaxWriteLen)

@@ -1,7 +1,10 @@
 package mrc
 
 import (
+	"time"
+
 	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/memreg"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/internal/rxwin"
 	"github.com/openmrc/mrc/mtime"
@@ -70,6 +73,10 @@ type acks struct {
 	probeEV      uint32
 	probeRepeats int
 	probeAnswer  uint16
+
+	// Per-RTT allowances of answers to trimmed headers, duplicates and
+	// probes.
+	trimNACKs, dupSACKs, probeSACKs budget
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -96,6 +103,9 @@ func (r *receiver) queue(q *QP, c ctrlPkt) {
 func (r *receiver) onProbe(q *QP, now mtime.Time, port int, p *wire.Packet) {
 	ev := uint32(evOf(p))
 	a := r.ack()
+	if !q.allowAnswer(now, &a.probeSACKs, q.evs.Len()) {
+		return
+	}
 	if ev == a.probeEV {
 		a.probeRepeats++
 	} else {
@@ -217,7 +227,7 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		q.stats.SACKsReceived++
 		q.pathFeedback(now, &p.SACK)
 	case op == wire.OpNACK && q.state == StateRTS:
-		q.tx.onNACK(q, now, &p.NACK)
+		q.tx.onNACK(q, now, port, &p.NACK)
 	case op == wire.OpProbe:
 		q.rx.onProbe(q, now, port, p)
 	default:
@@ -239,71 +249,48 @@ func ceOf(p *wire.Packet) bool {
 	return p.IP.ECN() == wire.CE || p.Encap && p.Outer.ECN() == wire.CE
 }
 
-// recvData validates, places and acknowledges one data packet.
+// recvData validates, places and acknowledges one data packet. A trimmed
+// header, a duplicate and a new packet all pass the same window, key,
+// access and bounds checks before anything answers them (no
+// amplification: docs/security.md).
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
 	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p)}
-	if dscp := p.IP.DSCP(); p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop {
-		// A trimmed header: NACK at once so the requester resends in
-		// about one RTT (digest §3.6, §3.9).
-		q.stats.TrimmedReceived++
-		if t := e.cfg.Tracer; t != nil {
-			t.Trace(&trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(n), EV: t0.ev, Plane: port})
-		}
-		if !r.win.Has(n) && n.Sub(r.win.Next()) < r.win.Size() {
-			reason := wire.NackTrimmed
-			if dscp == e.cfg.DSCP.TrimmedLastHop {
-				reason = wire.NackTrimmedLastHop
-			}
-			r.queue(q, ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: reason})
-			e.markReady(q)
-		}
-		return
-	}
+	dscp := p.IP.DSCP()
+	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
-	switch {
-	case d >= r.win.Size():
+	if d >= r.win.Size() {
 		q.ep.drop(now, &q.stats, q.qpn, DropOutOfWindow)
 		return
-	case d < 0 || r.win.Has(n):
+	}
+	fresh := d >= 0 && !r.win.Has(n)
+	reg, off, why := q.placement(p, phantom, trimmed, fresh)
+	if why != dropNone {
+		q.ep.drop(now, &q.stats, q.qpn, why)
+		return
+	}
+	if trimmed {
+		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
+		return
+	}
+	if !fresh {
 		// Already here. A retransmission or an ACK request means our
 		// SACK went missing: say it again.
 		q.stats.Duplicates++
 		if p.BTH.Rtx {
 			r.suspectReverse(q, now, n)
 		}
-		if p.BTH.Rtx || p.BTH.AckReq {
+		if (p.BTH.Rtx || p.BTH.AckReq) && q.allowAnswer(now, &r.ack().dupSACKs, r.win.Size()) {
 			r.trig = t0
 			r.flushSACK(q, false)
 		}
 		return
 	}
-	// Placement: the RETH of every packet names its own address.
-	reg := e.mem.Lookup(p.RETH.RKey)
-	if reg == nil {
-		q.ep.drop(now, &q.stats, q.qpn, DropBadRKey)
-		return
-	}
 	size := uint64(p.PayloadLen)
-	off, ok := reg.Span(p.RETH.VA, size)
-	if !ok || size > uint64(p.RETH.DMALen) {
-		q.ep.drop(now, &q.stats, q.qpn, DropBounds)
-		return
-	}
-	if phantom != (reg.Buf == nil) {
-		q.ep.drop(now, &q.stats, q.qpn, DropPhantom)
-		return
-	}
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
-		if d := int16(rq - r.immNext); d < 0 || int(d) >= r.maxWimm {
-			q.ep.drop(now, &q.stats, q.qpn, DropWimmLimit)
-			r.queue(q, ctrlPkt{kind: KindNACK, port: port, psn: n, ev: t0.ev, ts: t0.ts, reason: wire.NackWImmLimit})
-			e.markReady(q)
-			return
-		}
 	}
 	if reg.Buf != nil {
 		copy(reg.Buf[off:off+size], p.Payload[:size])
@@ -350,6 +337,90 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	if t0.ce || p.BTH.Rtx || p.BTH.AckReq || r.pendN >= e.cfg.SackEvery {
 		r.flushSACK(q, false)
 	}
+}
+
+// placement checks that p may be placed by this QP: its R_Key names a
+// region of the QP's protection domain open to remote writes, its range
+// lies inside, phantom payloads go only to phantom regions, and a
+// WRITE_IMM not yet received carries an RQMSN inside the responder's
+// limit. It returns the region and the offset of p's payload in it, or
+// why p must be dropped. A bad RQMSN is dropped, not NACKed: anyone can
+// forge one, and WIMM_LIMIT would fail the honest requester's QP.
+func (q *QP) placement(p *wire.Packet, phantom, trimmed, fresh bool) (*memreg.Region, uint64, DropReason) {
+	reg := q.ep.mem.Lookup(p.RETH.RKey)
+	if reg == nil {
+		return nil, 0, DropBadRKey
+	}
+	if !reg.Writable(q.pd) {
+		return nil, 0, DropAccess
+	}
+	size := uint64(p.PayloadLen)
+	if trimmed {
+		size = 0 // the payload is gone; its address must still be valid
+	}
+	off, ok := reg.Span(p.RETH.VA, size)
+	if !ok || size > uint64(p.RETH.DMALen) {
+		return nil, 0, DropBounds
+	}
+	if !trimmed && phantom != (reg.Buf == nil) {
+		return nil, 0, DropPhantom
+	}
+	r := &q.rx
+	if d := int16(p.METH.RQMSN - r.immNext); fresh && p.BTH.Opcode.HasImm() && (d < 0 || int(d) >= r.maxWimm) {
+		return nil, 0, DropWimmLimit
+	}
+	return reg, off, dropNone
+}
+
+// recvTrimmed NACKs a trimmed header at once, so that the requester
+// resends in about one RTT (digest §3.6, §3.9), unless its PSN is already
+// here or the QP's trim NACKs for this RTT are spent.
+func (q *QP) recvTrimmed(now mtime.Time, t0 trigger, fresh, lastHop bool) {
+	e, r := q.ep, &q.rx
+	q.stats.TrimmedReceived++
+	if t := e.cfg.Tracer; t != nil {
+		t.Trace(&trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(t0.psn), EV: t0.ev, Plane: t0.port})
+	}
+	if !fresh || !q.allowAnswer(now, &r.ack().trimNACKs, r.win.Size()) {
+		return
+	}
+	reason := wire.NackTrimmed
+	if lastHop {
+		reason = wire.NackTrimmedLastHop
+	}
+	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, reason: reason})
+	e.markReady(q)
+}
+
+// budget bounds how often something may happen: at most n times in each
+// interval.
+type budget struct {
+	left  int
+	until mtime.Time
+}
+
+// take uses one of the n allowed per interval and reports whether one
+// was left.
+func (b *budget) take(now mtime.Time, n int, interval time.Duration) bool {
+	if now >= b.until {
+		b.left, b.until = n, now.Add(interval)
+	}
+	if b.left == 0 {
+		return false
+	}
+	b.left--
+	return true
+}
+
+// allowAnswer takes one answer from b, whose allowance per RTT is n, and
+// reports whether any was left; a withheld answer is counted. The RTT is
+// the smoothed one when known, else the configured base RTT.
+func (q *QP) allowAnswer(now mtime.Time, b *budget, n int) bool {
+	if !b.take(now, n, max(q.ep.cfg.BaseRTT, q.tx.srtt)) {
+		q.stats.AnswersWithheld++
+		return false
+	}
+	return true
 }
 
 // deliverImms completes, in order, every WRITE_IMM whose packets and

@@ -380,8 +380,8 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	q.stats.SACKsReceived++
 	cack := psn.PSN(sk.CackPSN)
-	if cack.Add(1).Sub(s.nxt) > 0 {
-		q.ep.drop(now, &q.stats, q.qpn, DropStale) // acknowledges PSNs never sent
+	if why := s.checkSACK(q, sk); why != dropNone {
+		q.ep.drop(now, &q.stats, q.qpn, why)
 		return
 	}
 	inFlight := func(p psn.PSN) bool { return p.InWindow(s.una, s.nxt.Sub(s.una)) }
@@ -433,6 +433,44 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		s.complete(q, now)
 	}
 	q.ep.markReady(q)
+}
+
+// checkSACK returns why sk cannot be a SACK of our peer's, or dropNone
+// (docs/security.md). A SACK may acknowledge only PSNs sent: its
+// cumulative point, its trigger and every bit of its bitmap lie before
+// the next new PSN. The EV it reflects must be one of the QP's.
+func (s *sender) checkSACK(q *QP, sk *wire.SACK) DropReason {
+	if _, ok := q.slotOf(uint32(sk.Entropy)); !ok {
+		return DropBadEV
+	}
+	cack := psn.PSN(sk.CackPSN)
+	if !cack.Less(s.nxt) {
+		return DropStale
+	}
+	if trig := cack.Add(int(sk.AckPSNOffset)); !sk.PR && !trig.Less(s.nxt) {
+		return DropStale
+	}
+	if bm := sk.SackBitmap; bm != 0 {
+		last := cack.Add(int(sk.SackOffset) + 63 - bits.TrailingZeros64(bm))
+		if !last.Less(s.nxt) {
+			return DropStale
+		}
+	}
+	return dropNone
+}
+
+// credibleNACK reports whether a fatal NACK may end the QP: it names a
+// PSN sent and not yet acknowledged, reflects one of the QP's EVs, and
+// arrived on a plane the QP uses (its source address was checked in
+// handle). A fatal NACK failing this is a forgery or a stray: one packet
+// must not be able to end a connection.
+func (s *sender) credibleNACK(q *QP, port int, nk *wire.NACK) bool {
+	p := psn.PSN(nk.NackPSN)
+	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state == pktAcked {
+		return false
+	}
+	_, ok := q.slotOf(uint32(nk.Entropy))
+	return ok && q.evs.PlaneUp(port)
 }
 
 // pathFeedback applies what a SACK says about the EV it reflects (digest
@@ -490,12 +528,20 @@ func (s *sender) complete(q *QP, now mtime.Time) {
 }
 
 // onNACK processes a reliability NACK (digest §3.5).
-func (s *sender) onNACK(q *QP, now mtime.Time, nk *wire.NACK) {
+func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	q.stats.NACKsReceived++
 	p := psn.PSN(nk.NackPSN)
 	switch nk.Reason {
 	case wire.NackUnexpEvent, wire.NackWImmLimit:
+		if !s.credibleNACK(q, port, nk) {
+			q.ep.drop(now, &q.stats, q.qpn, DropFatalNACK)
+			return
+		}
 		q.fail(now, ErrRemoteFatal)
+		return
+	}
+	if _, ok := q.slotOf(uint32(nk.Entropy)); !ok {
+		q.ep.drop(now, &q.stats, q.qpn, DropBadEV)
 		return
 	}
 	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state != pktInFlight {

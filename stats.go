@@ -20,12 +20,19 @@ const (
 	DropWimmLimit                     // more WRITE_IMMs outstanding than MaxWimmDest
 	DropStale                         // a SACK or NACK about PSNs not in flight
 	DropBadPKey                       // P_Key is not the default partition's
+	DropAccess                        // the R_Key's region is local-only or of another protection domain
+	DropPortStatus                    // a port status update claiming every port down, or over its rate
+	DropBadEV                         // a SACK or NACK reflecting an EV that is not one of the QP's
+	DropFatalNACK                     // a fatal NACK naming no PSN in flight, or from a plane the QP does not use
 	numDropReasons
+
+	dropNone = numDropReasons // placement: no reason to drop
 )
 
 var dropNames = [numDropReasons]string{
 	"malformed", "bad_icrc", "bad_checksum", "not_mrc", "unknown_qp", "qp_state",
 	"bad_source", "out_of_window", "bad_rkey", "bounds", "phantom", "wimm_limit", "stale", "bad_pkey",
+	"access", "port_status", "bad_ev", "fatal_nack",
 }
 
 func (r DropReason) String() string {
@@ -62,6 +69,7 @@ type Stats struct {
 	NACKsSent       uint64
 	ControlDropped  uint64 // SACKs and NACKs dropped because the control queue was full
 	ImmsDelivered   uint64 // WRITE_IMM completions delivered
+	AnswersWithheld uint64 // NACKs of trims, SACKs of duplicates and probe answers over their per-RTT bound
 
 	// EV path states (digest §3.4).
 	EVSkips        uint64 // GOOD -> SKIP
@@ -107,6 +115,7 @@ func (s *Stats) add(o *Stats) {
 	s.NACKsSent += o.NACKsSent
 	s.ControlDropped += o.ControlDropped
 	s.ImmsDelivered += o.ImmsDelivered
+	s.AnswersWithheld += o.AnswersWithheld
 	s.EVSkips += o.EVSkips
 	s.EVRetired += o.EVRetired
 	s.EVResurrected += o.EVResurrected

@@ -139,10 +139,10 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 	}
 	d.src = make([]byte, 1<<20)
 	var err error
-	if d.mrs[0], err = d.eps[0].RegisterMemory(d.src); err != nil {
+	if d.mrs[0], err = d.eps[0].RegisterMemory(d.src, mrc.AccessLocal); err != nil {
 		t.Fatal(err)
 	}
-	if d.mrs[1], err = d.eps[1].RegisterMemory(make([]byte, 1<<20)); err != nil {
+	if d.mrs[1], err = d.eps[1].RegisterMemory(make([]byte, 1<<20), mrc.AccessRemoteWrite); err != nil {
 		t.Fatal(err)
 	}
 	return d

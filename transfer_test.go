@@ -20,6 +20,7 @@ type transfer struct {
 	src     []byte
 	dst     []byte
 	dstMR   mrc.MR
+	srcMR   mrc.MR         // set by postAll
 	done    map[uint64]int // completions per WR ID at A
 	imms    map[uint32]int // immediates delivered at B
 	errs    []mrc.Event
@@ -57,7 +58,7 @@ func newTransferOn(t testing.TB, n *testnet.Net, qa, qb *mrc.QP, seed uint64, si
 		x.dst[i] = 0xA5
 	}
 	var err error
-	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard : guard+size]); err != nil {
+	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard:guard+size], mrc.AccessRemoteWrite); err != nil {
 		t.Fatal(err)
 	}
 	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
@@ -79,10 +80,11 @@ const guard = 64
 func (x *transfer) postAll(msgs int) {
 	x.t.Helper()
 	epA := x.net.Endpoint(testnet.A)
-	srcMR, err := epA.RegisterMemory(x.src)
+	srcMR, err := epA.RegisterMemory(x.src, mrc.AccessLocal)
 	if err != nil {
 		x.t.Fatal(err)
 	}
+	x.srcMR = srcMR
 	chunk := (len(x.src) + msgs - 1) / msgs
 	for i, off := 0, 0; off < len(x.src); i, off = i+1, off+chunk {
 		n := min(chunk, len(x.src)-off)

@@ -130,8 +130,8 @@ func TestScrape(t *testing.T) {
 	epA, epB := n.Endpoint(testnet.A), n.Endpoint(testnet.B)
 	src := make([]byte, 2<<20)
 	dst := make([]byte, len(src))
-	smr, _ := epA.RegisterMemory(src)
-	dmr, _ := epB.RegisterMemory(dst)
+	smr, _ := epA.RegisterMemory(src, mrc.AccessLocal)
+	dmr, _ := epB.RegisterMemory(dst, mrc.AccessRemoteWrite)
 	// Per-port counters, as a host's datapath would keep them.
 	ports := map[[2]int]*metrics.Port{}
 	n.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {

@@ -28,7 +28,9 @@ func (e *Endpoint) RegisterPhantom(length uint64) (mrc.MR, error) {
 }
 
 func (e *Endpoint) register(length uint64, buf []byte) (mrc.MR, error) {
-	r, err := e.mem.Register(length, buf, uint8(e.rng.Uint32()))
+	// The baseline keeps RoCE's open model: one domain, every region
+	// remotely writable (docs/security.md).
+	r, err := e.mem.Register(length, buf, 0, true, e.rng.Uint32())
 	if err != nil {
 		return mrc.MR{}, fmt.Errorf("%w: %v (%d bytes)", mrc.ErrInvalidAttr, err, length)
 	}

@@ -225,7 +225,7 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		if err != nil {
 			return nil, err
 		}
-		mem, err := ep.RegisterPhantom(phantomLen)
+		mem, err := ep.RegisterPhantom(phantomLen, mrc.AccessRemoteWrite)
 		if err != nil {
 			return nil, err
 		}

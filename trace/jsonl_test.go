@@ -126,8 +126,8 @@ func TestJSONTraceOfTransfer(t *testing.T) {
 	}
 	src := make([]byte, 1<<20)
 	dst := make([]byte, len(src))
-	smr, _ := n.Endpoint(testnet.A).RegisterMemory(src)
-	dmr, _ := n.Endpoint(testnet.B).RegisterMemory(dst)
+	smr, _ := n.Endpoint(testnet.A).RegisterMemory(src, mrc.AccessLocal)
+	dmr, _ := n.Endpoint(testnet.B).RegisterMemory(dst, mrc.AccessRemoteWrite)
 	done := 0
 	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
 		if ev.Kind == mrc.EventWriteDone {

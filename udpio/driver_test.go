@@ -93,7 +93,7 @@ func newSide(t testing.TB, s int, bind udpio.Bind, size int, opt udpio.Options) 
 	t.Cleanup(func() { d.Close() })
 	err = d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
-		if sd.mr, err = ep.RegisterMemory(sd.buf); err != nil {
+		if sd.mr, err = ep.RegisterMemory(sd.buf, mrc.AccessRemoteWrite); err != nil {
 			return err
 		}
 		if sd.qp, err = ep.CreateQP(); err != nil {

@@ -121,7 +121,7 @@ func newNativeSide(t *testing.T, ns string, ports []netip.Addr, encap mrc.Encap,
 	t.Cleanup(func() { s.d.Close() })
 	err = s.d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
-		if s.mr, err = ep.RegisterMemory(s.buf); err != nil {
+		if s.mr, err = ep.RegisterMemory(s.buf, mrc.AccessRemoteWrite); err != nil {
 			return err
 		}
 		if s.qp, err = ep.CreateQP(); err != nil {

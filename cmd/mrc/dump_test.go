@@ -81,8 +81,8 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 		src[i] = byte(i*7 + i>>8)
 	}
 	dst := make([]byte, len(src))
-	srcMR, _ := epA.RegisterMemory(src)
-	dstMR, _ := epB.RegisterMemory(dst)
+	srcMR, _ := epA.RegisterMemory(src, mrc.AccessLocal)
+	dstMR, _ := epB.RegisterMemory(dst, mrc.AccessRemoteWrite)
 
 	c := &testCapture{path: filepath.Join(dir, "transfer.pcapng")}
 	f, err := os.Create(c.path)

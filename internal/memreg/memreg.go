@@ -1,6 +1,6 @@
 // Package memreg is the memory-region table an RDMA endpoint keeps: keys,
-// virtual addresses and bounds checks. Both the MRC core and the RoCE
-// baseline use it.
+// virtual addresses, protection domains, access rights and bounds checks.
+// Both the MRC core and the RoCE baseline use it.
 package memreg
 
 import "errors"
@@ -14,12 +14,25 @@ var (
 // Region is a registered memory region. Buf is nil for a phantom region,
 // which has a length but no bytes (simulations place nothing).
 type Region struct {
-	Key  uint32 // L_Key and R_Key: index<<8 | tag
-	Addr uint64 // virtual address of the first byte
-	Len  uint64 // length in bytes
-	Buf  []byte
-	used bool
+	Key         uint32 // L_Key and R_Key: index<<TagBits | tag
+	Addr        uint64 // virtual address of the first byte
+	Len         uint64 // length in bytes
+	Buf         []byte
+	PD          uint32 // protection domain
+	RemoteWrite bool   // peers of QPs in PD may WRITE into it
+	used        bool
 }
+
+// Key layout (docs/security.md): the low TagBits bits of a key are a
+// random tag drawn at registration, the high IndexBits the region's slot
+// in the table. A blind guess of a live key succeeds with probability
+// 2^-TagBits per try.
+const (
+	TagBits    = 20
+	IndexBits  = 32 - TagBits
+	MaxRegions = 1 << IndexBits
+	tagMask    = 1<<TagBits - 1
+)
 
 // MaxLen is the largest region.
 const MaxLen = 1 << 48
@@ -27,20 +40,22 @@ const MaxLen = 1 << 48
 const (
 	vaBase  = 1 << 32 // the first region's address
 	vaGuard = 1 << 12 // unmapped gap between regions
-	maxRegs = 1 << 24 // the key's index bits
 )
 
 // Table holds the regions of one endpoint. The zero value is ready to use.
 // It is not safe for concurrent use.
 type Table struct {
 	regions []Region
+	lastKey []uint32 // by slot: the key it held last, never handed out again at once
 	nextVA  uint64
 }
 
-// Register adds a region of length bytes backed by buf (nil: phantom).
-// tag becomes the key's low byte, so that a stale or guessed key fails;
-// callers pass a random byte.
-func (t *Table) Register(length uint64, buf []byte, tag uint8) (Region, error) {
+// Register adds a region of length bytes backed by buf (nil: phantom) to
+// protection domain pd, remotely writable if remoteWrite. tag supplies the
+// key's low TagBits bits, so that a stale or guessed key fails; callers
+// pass random bits. A slot reused after deregistration never gets back
+// the key it had.
+func (t *Table) Register(length uint64, buf []byte, pd uint32, remoteWrite bool, tag uint32) (Region, error) {
 	if length > MaxLen {
 		return Region{}, ErrTooLarge
 	}
@@ -52,17 +67,23 @@ func (t *Table) Register(length uint64, buf []byte, tag uint8) (Region, error) {
 		}
 	}
 	if idx == len(t.regions) {
-		if idx >= maxRegs {
+		if idx >= MaxRegions {
 			return Region{}, ErrTooMany
 		}
 		t.regions = append(t.regions, Region{})
+		t.lastKey = append(t.lastKey, 0)
 	}
 	if t.nextVA == 0 {
 		t.nextVA = vaBase
 	}
-	r := Region{Key: uint32(idx)<<8 | uint32(tag), Addr: t.nextVA, Len: length, Buf: buf, used: true}
+	key := uint32(idx)<<TagBits | tag&tagMask
+	if key == t.lastKey[idx] {
+		key = uint32(idx)<<TagBits | (tag+1)&tagMask
+	}
+	r := Region{Key: key, Addr: t.nextVA, Len: length, Buf: buf, PD: pd, RemoteWrite: remoteWrite, used: true}
 	t.nextVA += (length+vaGuard-1)/vaGuard*vaGuard + vaGuard
 	t.regions[idx] = r
+	t.lastKey[idx] = key
 	return r, nil
 }
 
@@ -78,7 +99,7 @@ func (t *Table) Deregister(key uint32) bool {
 
 // Lookup returns the region with key, or nil.
 func (t *Table) Lookup(key uint32) *Region {
-	idx := int(key >> 8)
+	idx := int(key >> TagBits)
 	if idx >= len(t.regions) {
 		return nil
 	}
@@ -88,6 +109,10 @@ func (t *Table) Lookup(key uint32) *Region {
 	}
 	return r
 }
+
+// Writable reports whether a peer of a QP in protection domain pd may
+// WRITE into r.
+func (r *Region) Writable(pd uint32) bool { return r.RemoteWrite && r.PD == pd }
 
 // Span returns the offset of [va, va+n) in r, checking that it lies inside
 // the region without overflowing.

@@ -7,11 +7,11 @@ import (
 
 func TestRegisterLookupDeregister(t *testing.T) {
 	var tab Table
-	a, err := tab.Register(100, make([]byte, 100), 7)
+	a, err := tab.Register(100, make([]byte, 100), 0, true, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := tab.Register(1<<20, nil, 9)
+	b, _ := tab.Register(1<<20, nil, 1, false, 9)
 	if a.Addr+a.Len > b.Addr {
 		t.Fatalf("regions overlap: %+v %+v", a, b)
 	}
@@ -24,12 +24,31 @@ func TestRegisterLookupDeregister(t *testing.T) {
 	if !tab.Deregister(a.Key) || tab.Lookup(a.Key) != nil || tab.Deregister(a.Key) {
 		t.Fatal("deregistration")
 	}
-	c, _ := tab.Register(10, nil, 1)
-	if c.Key>>8 != a.Key>>8 || c.Key == a.Key {
+	c, _ := tab.Register(10, nil, 0, true, 7)
+	if c.Key>>TagBits != a.Key>>TagBits || c.Key == a.Key {
 		t.Fatalf("a freed slot is reused with a new key: %#x after %#x", c.Key, a.Key)
 	}
-	if _, err := tab.Register(MaxLen+1, nil, 0); err != ErrTooLarge {
+	if _, err := tab.Register(MaxLen+1, nil, 0, false, 0); err != ErrTooLarge {
 		t.Fatalf("oversized region: %v", err)
+	}
+}
+
+// TestAccess checks protection domains and the remote-write flag, and that
+// every tag bit of a key counts.
+func TestAccess(t *testing.T) {
+	var tab Table
+	w, _ := tab.Register(100, make([]byte, 100), 1, true, 0xabcde)
+	l, _ := tab.Register(100, make([]byte, 100), 1, false, 0x12345)
+	if r := tab.Lookup(w.Key); !r.Writable(1) || r.Writable(0) || r.Writable(2) {
+		t.Fatal("a remotely writable region must be writable from its own PD only")
+	}
+	if r := tab.Lookup(l.Key); r.Writable(1) || r.Writable(0) {
+		t.Fatal("a local-only region must not be remotely writable")
+	}
+	for bit := range TagBits {
+		if tab.Lookup(w.Key^1<<bit) != nil {
+			t.Fatalf("a key differing in tag bit %d was accepted", bit)
+		}
 	}
 }
 

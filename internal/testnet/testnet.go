@@ -31,6 +31,8 @@ type Config struct {
 	LinkBitsPerSec int64         // port speed (default 100 Gb/s)
 	Encap          mrc.Encap
 	MTU            int // default 4096
+	// StartPSN is the first PSN of both directions (default 100).
+	StartPSN uint32
 
 	// Per-packet injectors, as probabilities in [0,1]. They apply to
 	// data packets unless noted.
@@ -121,6 +123,9 @@ func New(cfg Config) (*Net, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = 4096
 	}
+	if cfg.StartPSN == 0 {
+		cfg.StartPSN = 100
+	}
 	n := &Net{
 		cfg:  cfg,
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
@@ -197,14 +202,14 @@ func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool) (qa, qb *m
 		if n.cfg.Encap != mrc.EncapPlain {
 			paths = Paths(o)
 		}
-		if err = qs[s].ReadyToReceive(n.now, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote, Paths: paths, RecvPSN: 100}); err != nil {
+		if err = qs[s].ReadyToReceive(n.now, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote, Paths: paths, RecvPSN: n.cfg.StartPSN}); err != nil {
 			return nil, nil, err
 		}
 		if s == B && !bSends {
 			continue
 		}
 		r := rts
-		r.SendPSN = 100
+		r.SendPSN = n.cfg.StartPSN
 		if err = qs[s].ReadyToSend(n.now, r); err != nil {
 			return nil, nil, err
 		}

@@ -414,9 +414,9 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
 		if cfg.Phantom {
-			st.local, err = ep.RegisterPhantom(uint64(cfg.Chunk * (cfg.RingChunks + 1)))
+			st.local, err = ep.RegisterPhantom(uint64(cfg.Chunk*(cfg.RingChunks+1)), mrc.AccessLocal)
 		} else {
-			st.local, err = ep.RegisterMemory(pat)
+			st.local, err = ep.RegisterMemory(pat, mrc.AccessLocal)
 		}
 		if err != nil {
 			return err

@@ -498,9 +498,9 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
 		if h.Phantom {
-			mr, err = ep.RegisterPhantom(uint64(size))
+			mr, err = ep.RegisterPhantom(uint64(size), mrc.AccessRemoteWrite)
 		} else {
-			mr, err = ep.RegisterMemory(st.region)
+			mr, err = ep.RegisterMemory(st.region, mrc.AccessRemoteWrite)
 		}
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -463,11 +464,13 @@ func TestSimHtsim(t *testing.T) {
 }
 
 // TestSimInterrupt: Ctrl-C stops a long run cleanly and still writes the
-// partial results; progress shows on stderr with --progress on.
+// partial results, every output in place and no temporary file left;
+// progress shows on stderr with --progress on.
 func TestSimInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "r.json")
-	cmd := exec.Command(mrcBin, "sim", filepath.Join("testdata", "long.yaml"), "--json", jsonPath, "--csv", filepath.Join(dir, "csv"), "--progress", "on")
+	cmd := exec.Command(mrcBin, "sim", filepath.Join("testdata", "long.yaml"), "--json", jsonPath, "--csv", filepath.Join(dir, "csv"),
+		"--trace", filepath.Join(dir, "t.jsonl"), "--trace-filter", "kind=ev_state", "--pcap", filepath.Join(dir, "c.pcapng"), "--progress", "on")
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	errPipe, err := cmd.StderrPipe()
@@ -532,9 +535,17 @@ func TestSimInterrupt(t *testing.T) {
 	if !strings.Contains(stdout.String(), "INTERRUPTED: partial results") {
 		t.Errorf("table: %s", stdout.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "csv", "summary.csv")); err != nil {
-		t.Errorf("no partial CSV: %v", err)
+	for _, f := range []string{"csv/summary.csv", "t-mrc.jsonl", "c-mrc.pcapng"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("no partial %s: %v", f, err)
+		}
 	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+		return nil
+	})
 }
 
 // TestSimCapture captures a simulated flow with a trim, a NACK, a
@@ -683,4 +694,98 @@ func TestSimCapture(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSimFailedRunKeepsOutputs: a run that fails its checks (a typo in a
+// capture point, a filter, a failure element, a transport) leaves every
+// output of an earlier run as it was, for every output flag, and no
+// temporary file behind; a run that succeeds replaces them.
+func TestSimFailedRunKeepsOutputs(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "mine.yaml")
+	body := "topology: {hosts: 16, planes: 2, t0_down: 4, t0_up: 2}\ntransports: [mrc, oblivious]\nworkload: {kind: permutation, size: 64KiB}\n"
+	if err := os.WriteFile(scen, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badFailure := filepath.Join(dir, "badfail.yaml")
+	if err := os.WriteFile(badFailure, []byte(body+"failures:\n  - {kind: link_down, element: random:t1-t2, at: 1us}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier results: one file per output, per transport where
+	// the output has one file per transport.
+	old := map[string]string{}
+	for _, f := range []string{"keep.json", "keep-mrc.jsonl", "keep-oblivious.jsonl", "x-mrc.pcapng", "x-oblivious.pcapng",
+		"csv/summary.csv", "csv/flows.csv", "plots/goodput.png", "plots/goodput.svg"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		old[p] = "earlier result " + f + "\n"
+		if err := os.WriteFile(p, []byte(old[p]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outputs := []string{"--json", filepath.Join(dir, "keep.json"), "--trace", filepath.Join(dir, "keep.jsonl"),
+		"--pcap", filepath.Join(dir, "x.pcapng"), "--csv", filepath.Join(dir, "csv"), "--plot", filepath.Join(dir, "plots")}
+	listDir := func() []string {
+		var names []string
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				names = append(names, p)
+			}
+			return nil
+		})
+		return names
+	}
+	before := listDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{scen, "--capture", "h99"}, `tap "h99"`},
+		{[]string{scen, "--capture", "flow:999"}, "no flow has ID 999"},
+		{[]string{scen, "--pcap-filter", "op=bogus"}, "--pcap-filter:"},
+		{[]string{scen, "--trace-filter", "bogus=1"}, "--trace-filter:"},
+		{[]string{scen, "--transports", "mrc,nope"}, `unknown transport "nope"`},
+		{[]string{badFailure}, "failures[0]"},
+	} {
+		args := append(append([]string{"sim"}, c.args...), outputs...)
+		if line := assertUsageError(t, args...); !strings.Contains(line, c.want) {
+			t.Errorf("mrc %s: %q, want %q", strings.Join(args, " "), line, c.want)
+		}
+		for p, want := range old {
+			if got, err := os.ReadFile(p); err != nil || string(got) != want {
+				t.Errorf("mrc %s: %s is now %q (%v), want it untouched", strings.Join(c.args, " "), p, got, err)
+			}
+		}
+		if after := listDir(); !slices.Equal(after, before) {
+			t.Errorf("mrc %s: files before %q, after %q", strings.Join(c.args, " "), before, after)
+		}
+	}
+
+	// A run that succeeds replaces them all and leaves no temporary file.
+	args := append([]string{"sim", scen, "--capture", "h1", "--quiet"}, outputs...)
+	if _, stderr, code := runMRC(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for p, was := range old {
+		if got, err := os.ReadFile(p); err != nil || string(got) == was {
+			t.Errorf("%s not replaced by the run (%v)", p, err)
+		}
+	}
+	for _, p := range listDir() {
+		if strings.HasPrefix(filepath.Base(p), ".") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+	}
+	readSimJSON(t, mustRead(t, filepath.Join(dir, "keep.json")))
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -789,3 +789,101 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return data
 }
+
+// TestSimStopsAtDuration: a run that hits the duration limit with flows
+// unfinished reports the limit as its simulated time, not its last
+// event, and says so in the JSON (stopped_by), in a row of the table and
+// in a note under it; a run whose flows are done says "done".
+func TestSimStopsAtDuration(t *testing.T) {
+	// The leaf-spine example as it shipped: ECMP reconverges after 1 s,
+	// so RoCE's retry timer is quiet for long stretches (from about
+	// 4 ms on) with flows unfinished.
+	scen := filepath.Join(t.TempDir(), "ls.yaml")
+	body := `name: ls
+seed: 3
+duration: 20ms
+topology: {kind: clos2, hosts: 64, planes: 1, t0_down: 8, t0_up: 8, host_rate: 400G, host_delay: 500ns, fabric_delay: 1us, switch_latency: 300ns}
+transports: [mrc, roce-pfc]
+workload: {kind: permutation, size: 8MiB}
+failures:
+  - {kind: switch_down, element: t1-3, at: 30us}
+  - {kind: link_down, element: t0-0/t1-5, at: 40us, until: 120us}
+`
+	if err := os.WriteFile(scen, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		Transport      string `json:"transport"`
+		Flows          int    `json:"flows"`
+		FlowsCompleted int    `json:"flows_completed"`
+		FlowsFailed    int    `json:"flows_failed"`
+		CompletionNs   int64  `json:"completion_ns"`
+		SimTimeNs      int64  `json:"sim_time_ns"`
+		StoppedBy      string `json:"stopped_by"`
+	}
+	run := func(args ...string) (string, []res) {
+		dir := t.TempDir()
+		jsonPath := filepath.Join(dir, "r.json")
+		stdout, stderr, code := runMRC(t, append([]string{"sim", scen, "--json", jsonPath}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var r struct {
+			SimTimeNs int64 `json:"sim_time_ns"`
+			Results   []res `json:"results"`
+		}
+		if err := json.Unmarshal(mustRead(t, jsonPath), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) != 2 {
+			t.Fatalf("%d results", len(r.Results))
+		}
+		return stdout, r.Results
+	}
+	for _, c := range []struct {
+		stop, limit string
+		stopNs      int64
+	}{{"", "20 ms", 20_000_000}, {"100ms", "100 ms", 100_000_000}} {
+		var args []string
+		if c.stop != "" {
+			args = []string{"--stop", c.stop}
+		}
+		table, rs := run(args...)
+		m, roce := rs[0], rs[1]
+		if m.StoppedBy != "done" || m.FlowsCompleted != m.Flows || m.SimTimeNs < m.CompletionNs || m.SimTimeNs >= c.stopNs {
+			t.Errorf("--stop %q: mrc %+v, want done before the limit", c.stop, m)
+		}
+		left := roce.Flows - roce.FlowsCompleted - roce.FlowsFailed
+		if roce.StoppedBy != "duration" || roce.SimTimeNs != c.stopNs || left == 0 {
+			t.Errorf("--stop %q: roce-pfc %+v, want stopped by the duration at %d ns with flows unfinished", c.stop, roce, c.stopNs)
+		}
+		limit := c.limit
+		if !regexp.MustCompile(`(?m)^stopped by +last flow +` + limit + ` limit$`).MatchString(table) {
+			t.Errorf("--stop %q: no stopped-by row saying %q:\n%s", c.stop, limit, table)
+		}
+		if !regexp.MustCompile(`(?m)^simulated / wall time +\S+ µs / \S+ s +` + limit + ` / `).MatchString(table) {
+			t.Errorf("--stop %q: simulated time is not the limit:\n%s", c.stop, table)
+		}
+		note := fmt.Sprintf("roce-pfc hit the %s duration limit with %d of %d flows unfinished", limit, left, roce.Flows)
+		if !strings.Contains(table, note) {
+			t.Errorf("--stop %q: no note %q:\n%s", c.stop, note, table)
+		}
+	}
+
+	// The example as shipped runs long enough (and routing reconverges
+	// soon enough) for RoCE to recover and finish.
+	stdout, stderr, code := runMRC(t, "sim", filepath.Join("..", "..", "examples", "leaf-spine-failures.yaml"), "--transports", "roce-pfc", "--json", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var ex struct{ Results []res }
+	if err := json.Unmarshal([]byte(stdout), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if x := ex.Results[0]; x.StoppedBy != "done" || x.FlowsCompleted != x.Flows {
+		t.Errorf("examples/leaf-spine-failures.yaml: roce-pfc %+v, want it to recover and finish", x)
+	}
+	if strings.Contains(stderr, "stopped by") {
+		t.Errorf("a run whose flows are all done has a stopped-by row:\n%s", stderr)
+	}
+}

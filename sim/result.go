@@ -130,11 +130,11 @@ type FlowResult struct {
 	Src     int    `json:"src"`
 	Dst     int    `json:"dst"`
 	Size    uint64 `json:"size"`
-	Tag     string `json:"tag,omitempty"`
+	Tag     string `json:"tag"`
 	StartNs int64  `json:"start_ns"`
 	FCTNs   int64  `json:"fct_ns"`  // until the sender has every byte acknowledged
 	RecvNs  int64  `json:"recv_ns"` // until the receiver has every byte
-	Failed  bool   `json:"failed,omitempty"`
+	Failed  bool   `json:"failed"`
 }
 
 // WriteJSON writes r as indented JSON.

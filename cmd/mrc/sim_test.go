@@ -887,3 +887,158 @@ failures:
 		t.Errorf("a run whose flows are all done has a stopped-by row:\n%s", stderr)
 	}
 }
+
+// TestSimJSONSchema: the JSON has exactly the keys docs/results.md
+// documents, each always present. The keys come from the document: its
+// example, checked key by key at every level against a real run (every
+// element of every array, both ways), and the tables' first columns,
+// checked against the top level and each result (both ways).
+func TestSimJSONSchema(t *testing.T) {
+	doc := string(mustRead(t, filepath.Join("..", "..", "docs", "results.md")))
+	example, ok := between(doc, "```json\n", "```")
+	if !ok {
+		t.Fatal("docs/results.md has no JSON example")
+	}
+	var want any
+	if err := json.Unmarshal([]byte(example), &want); err != nil {
+		t.Fatalf("docs/results.md's example is not JSON: %v", err)
+	}
+	causes := docKeys(t, tableRow(t, doc, "`drops`"))
+
+	// A run with every part filled: failures, a tagged and untagged
+	// flows, per-flow results.
+	scen := filepath.Join(t.TempDir(), "s.yaml")
+	body := "topology: {hosts: 16, planes: 2, t0_down: 4, t0_up: 2}\ntransports: [mrc, roce-pfc]\n" +
+		"workload: {kind: incast, senders: 4, size: 64KiB, victim: {src: 8, dst: 1}}\n" +
+		"failures:\n  - {kind: link_down, element: random:t0-t1, at: 2us}\n"
+	if err := os.WriteFile(scen, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runMRC(t, "sim", scen, "--flows", "--json", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	compareKeys(t, "", want, got, causes)
+
+	// The tables.
+	top, _ := got.(map[string]any)
+	results, _ := top["results"].([]any)
+	if len(results) == 0 {
+		t.Fatal("no results")
+	}
+	for _, tb := range []struct {
+		section string
+		obj     map[string]any
+	}{{"## Top level", top}, {"## Per transport", results[0].(map[string]any)}} {
+		text, ok := between(doc, tb.section, "\n## ")
+		if !ok {
+			t.Fatalf("docs/results.md has no section %q", tb.section)
+		}
+		documented := map[string]bool{}
+		for _, line := range strings.Split(text, "\n") {
+			if cols := strings.Split(line, "|"); len(cols) > 2 && strings.Contains(cols[1], "`") {
+				for _, k := range docKeys(t, cols[1]) {
+					documented[strings.TrimSuffix(k, "[]")] = true
+				}
+			}
+		}
+		for k := range documented {
+			if _, ok := tb.obj[k]; !ok {
+				t.Errorf("%s: docs/results.md documents %q, the JSON lacks it", tb.section, k)
+			}
+		}
+		for k := range tb.obj {
+			if !documented[k] {
+				t.Errorf("%s: the JSON has %q, docs/results.md's table does not document it", tb.section, k)
+			}
+		}
+	}
+}
+
+// compareKeys checks that got has the keys of want at every level:
+// objects have the same keys, and every element of an array of objects
+// has the keys of want's first element. drops is a map by cause: its
+// keys must be among causes.
+func compareKeys(t *testing.T, path string, want, got any, causes []string) {
+	t.Helper()
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			t.Errorf("%s: the document has an object, the JSON %T", path, got)
+			return
+		}
+		if strings.HasSuffix(path, ".drops") {
+			for k := range g {
+				if !slices.Contains(causes, k) {
+					t.Errorf("%s: drop cause %q is not documented (%q)", path, k, causes)
+				}
+			}
+			return
+		}
+		for k, v := range w {
+			gv, ok := g[k]
+			if !ok {
+				t.Errorf("%s: the JSON lacks %q, which docs/results.md's example has", path, k)
+				continue
+			}
+			compareKeys(t, path+"."+k, v, gv, causes)
+		}
+		for k := range g {
+			if _, ok := w[k]; !ok {
+				t.Errorf("%s: the JSON has %q, docs/results.md's example does not", path, k)
+			}
+		}
+	case []any:
+		if len(w) == 0 {
+			return
+		}
+		if _, isObj := w[0].(map[string]any); !isObj {
+			return
+		}
+		g, ok := got.([]any)
+		if !ok || len(g) == 0 {
+			t.Errorf("%s: the document has an array of objects, the JSON %v", path, got)
+			return
+		}
+		for i, e := range g {
+			compareKeys(t, fmt.Sprintf("%s[%d]", path, i), w[0], e, causes)
+		}
+	}
+}
+
+// between returns the text of s between the first from and the next to.
+func between(s, from, to string) (string, bool) {
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		return "", false
+	}
+	body, _, _ := strings.Cut(rest, to)
+	return body, true
+}
+
+// tableRow returns the line of a markdown table whose first cell is key.
+func tableRow(t *testing.T, doc, key string) string {
+	t.Helper()
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "| "+key+" |") {
+			return line
+		}
+	}
+	t.Fatalf("docs/results.md has no row %s", key)
+	return ""
+}
+
+// docKeys returns the `quoted` names of a piece of markdown.
+func docKeys(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}

@@ -368,9 +368,9 @@ func TestSimUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sim", "--bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"sim", "--seed", "-1"}, `invalid value "-1" for flag -seed`},
-		{[]string{"sim", "--workers", "x"}, `invalid value "x" for flag -workers`},
+		{[]string{"sim", "--bogus"}, "flag provided but not defined: --bogus"},
+		{[]string{"sim", "--seed", "-1"}, `invalid value "-1" for --seed: want a whole number`},
+		{[]string{"sim", "--workers", "x"}, `invalid value "x" for --workers: want a whole number`},
 		{[]string{"sim", "--workers", "0"}, "--workers 0"},
 		{[]string{"sim", "--stop", "-5s"}, "--stop -5s"},
 		{[]string{"sim", "--progress", "maybe"}, `--progress "maybe"`},

@@ -56,7 +56,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	pcapFilter := fs.String("pcap-filter", "", "keep only the packets that `FILTER` selects, e.g. 'op=data,nack plane=0' (docs/dump.md)")
 	traceOut := fs.String("trace", "", "write the transports' JSON-lines trace to `FILE` (docs/trace.md)")
 	traceFilter := fs.String("trace-filter", "", "keep only the trace records `FILTER` selects, e.g. 'kind=ev_state,nacked sample=100'")
-	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes (the table still goes to standard output, unless the JSON does)")
+	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes, no scenario notes under the table (the table still goes to standard output, unless the JSON does)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal and the run takes more than 2 s), on, off")
 	// Flags may follow the scenario file: parse, take a positional
 	// argument, parse the rest.
@@ -288,6 +288,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		for _, r := range rep.Results {
 			note("wrote %s", scenario.OutputFile(out.Trace, r.Transport, len(plan.Runs)))
 		}
+	}
+	if *quiet {
+		rep.Notes = "" // the scenario's explanations; the table's own footnotes stay
 	}
 	if tableOut == stdout || !*quiet {
 		if err := rep.WriteTable(tableOut); err != nil {

@@ -1042,3 +1042,29 @@ func docKeys(t *testing.T, s string) []string {
 	}
 	return out
 }
+
+// TestSimBundledHtsim: --tm htsim/NAME finds the htsim samples bundled
+// with mrc, as scenario files do, from any directory.
+func TestSimBundledHtsim(t *testing.T) {
+	stdout, stderr, code := runMRC(t, "sim", "--tm", "htsim/alltoall_serial_16n.cm", "--transports", "mrc", "--quiet")
+	if code != 0 || !strings.Contains(stdout, "mrc sim: alltoall_serial_16n") || !strings.Contains(stdout, "240/240") {
+		t.Errorf("--tm htsim/alltoall_serial_16n.cm: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if line := assertUsageError(t, "sim", "--tm", "htsim/nope.cm"); !strings.Contains(line, "htsim/nope.cm: no such file") {
+		t.Errorf("--tm htsim/nope.cm: %q", line)
+	}
+}
+
+// TestSimQuiet: --quiet prints the table and nothing else: no notes on
+// standard error, and not the scenario's notes under the table.
+func TestSimQuiet(t *testing.T) {
+	const note = "head-of-line blocking" // from the incast preset's notes
+	loud, _, code := runMRC(t, "sim", "--preset", "incast", "--transports", "mrc,roce-pfc", "--json", filepath.Join(t.TempDir(), "r.json"))
+	if code != 0 || !strings.Contains(loud, note) {
+		t.Fatalf("without --quiet: exit %d, no notes:\n%s", code, loud)
+	}
+	quiet, stderr, code := runMRC(t, "sim", "--preset", "incast", "--transports", "mrc,roce-pfc", "--json", filepath.Join(t.TempDir(), "r.json"), "--quiet")
+	if code != 0 || stderr != "" || strings.Contains(quiet, note) || !strings.Contains(quiet, "flows completed") {
+		t.Errorf("--quiet: exit %d, stderr %q, stdout:\n%s", code, stderr, quiet)
+	}
+}

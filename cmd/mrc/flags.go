@@ -64,10 +64,12 @@ func (fs *flagSet) explain(err error) string {
 		switch {
 		case want == "":
 			return fmt.Sprintf("invalid value %q for --%s: %s", value, name, reason)
+		case reason == "parse error":
+			return fmt.Sprintf("invalid value %q for --%s: want %s", value, name, want)
 		case reason == "value out of range":
-			return fmt.Sprintf("invalid value %q for --%s: out of range; want %s", value, name, want)
+			reason = "out of range"
 		}
-		return fmt.Sprintf("invalid value %q for --%s: want %s", value, name, want)
+		return fmt.Sprintf("invalid value %q for --%s: %s; want %s", value, name, reason, want)
 	}
 	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
 		if want := fs.want(m[1]); want != "" {

@@ -144,7 +144,7 @@ func TestFlagErrorsInOurWords(t *testing.T) {
 		{[]string{"perf", "client", "--duration", "5"}, `invalid value "5" for --duration: ` + duration},
 		{[]string{"perf", "client", "--retries", "x"}, `invalid value "x" for --retries: ` + whole},
 		{[]string{"perf", "client", "--drop", "lots"}, `invalid value "lots" for --drop: want a number such as 0.5`},
-		{[]string{"perf", "client", "--bytes", "12X"}, `invalid value "12X" for --bytes: want a size such as 64MiB`},
+		{[]string{"perf", "client", "--bytes", "12X"}, `invalid value "12X" for --bytes: bad size "12X"; want a size such as 64MiB`},
 		{[]string{"perf", "server", "--pcap-snaplen", "x"}, `invalid value "x" for --pcap-snaplen: ` + whole},
 		{[]string{"dump", "--json=maybe"}, `invalid value "maybe" for --json: want true or false`},
 		{[]string{"switch", "--check=maybe"}, `invalid value "maybe" for --check: want true or false`},

@@ -100,11 +100,7 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 	}
 
 	// Configure every run's sinks; the files come later.
-	type outputs struct {
-		pcap  *pcapSink
-		trace *traceSink
-	}
-	outs := make([]outputs, n)
+	outs := make(sinks, n)
 	runs := slices.Clone(p.Runs)
 	for i := range runs {
 		c := &runs[i]
@@ -136,28 +132,8 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 			return nil, err
 		}
 	}
-	// The files are written under temporary names and put in place
-	// when the runs are over, so that a failure leaves earlier results
-	// alone.
-	abortAll := func() {
-		for _, x := range outs {
-			x.pcap.abort()
-			x.trace.abort()
-		}
-	}
-	for _, x := range outs {
-		if x.pcap != nil {
-			if err := x.pcap.open(); err != nil {
-				abortAll()
-				return nil, &Error{Msg: "--pcap: " + err.Error()}
-			}
-		}
-		if x.trace != nil {
-			if err := x.trace.open(); err != nil {
-				abortAll()
-				return nil, &Error{Msg: "--trace: " + err.Error()}
-			}
-		}
+	if err := outs.open(); err != nil {
+		return nil, err
 	}
 
 	var runErr error
@@ -172,7 +148,7 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 				o.Setup(i, n, c.Transport.Name)
 			}
 			if w, err = sim.New(c); err != nil {
-				abortAll()
+				outs.abort()
 				return nil, &Error{Msg: strings.TrimPrefix(err.Error(), "sim: ")}
 			}
 		}
@@ -191,16 +167,60 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 			break
 		}
 	}
-	for _, x := range outs {
-		if err := x.pcap.commit(); err != nil && runErr == nil {
-			runErr = err
-		}
-		if err := x.trace.commit(); err != nil && runErr == nil {
-			runErr = err
-		}
+	if err := outs.commit(); err != nil && runErr == nil {
+		runErr = err
 	}
 	rep.WallS = time.Since(start).Seconds()
 	return rep, runErr
+}
+
+// sinks are the capture and trace files of each run (nil where not
+// asked for). Their files are written under temporary names and put in
+// place by commit, so that a failure leaves earlier results alone.
+type sinks []struct {
+	pcap  *pcapSink
+	trace *traceSink
+}
+
+// open creates every sink's temporary file; on an error it removes
+// those it made.
+func (ss sinks) open() error {
+	for _, x := range ss {
+		if x.pcap != nil {
+			if err := x.pcap.open(); err != nil {
+				ss.abort()
+				return &Error{Msg: "--pcap: " + err.Error()}
+			}
+		}
+		if x.trace != nil {
+			if err := x.trace.open(); err != nil {
+				ss.abort()
+				return &Error{Msg: "--trace: " + err.Error()}
+			}
+		}
+	}
+	return nil
+}
+
+// abort removes every sink's temporary file.
+func (ss sinks) abort() {
+	for _, x := range ss {
+		x.pcap.abort()
+		x.trace.abort()
+	}
+}
+
+// commit puts every sink's file in place and returns the first error.
+func (ss sinks) commit() error {
+	var first error
+	for _, x := range ss {
+		for _, err := range []error{x.pcap.commit(), x.trace.commit()} {
+			if err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
 }
 
 func isZeroFilter(f *trace.Filter) bool {

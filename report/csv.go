@@ -52,7 +52,7 @@ func (r *Report) WriteCSV(dir string) ([]string, error) {
 	err := write("summary.csv", []string{"transport", "flows", "flows_completed", "flows_failed", "bytes_sent", "bytes_delivered",
 		"fct_min_ns", "fct_p50_ns", "fct_p99_ns", "fct_max_ns", "fct_mean_ns", "completion_ns", "ideal_ns", "goodput_fraction_of_ideal",
 		"retransmits", "trims", "trim_nacks", "loss_timeouts", "ecn_marks", "drops", "pfc_pauses", "qp_errors", "bypass_ns",
-		"failed_data_packets", "events", "sim_time_ns", "wall_s", "interrupted"}, func(add func(...any)) {
+		"failed_data_packets", "events", "sim_time_ns", "wall_s", "interrupted", "stopped_by"}, func(add func(...any)) {
 		for _, x := range res {
 			var drops uint64
 			for _, n := range x.Drops {
@@ -65,7 +65,7 @@ func (r *Report) WriteCSV(dir string) ([]string, error) {
 			add(x.Transport, x.Flows, x.FlowsCompleted, x.FlowsFailed, x.BytesSent, x.BytesDelivered,
 				x.FCT.Min, x.FCT.P50, x.FCT.P99, x.FCT.Max, x.FCT.Mean, x.CompletionNs, x.IdealNs, x.GoodputFractionOfIdeal,
 				x.Retransmits, x.Trims, x.TrimNACKs, x.LossTimeouts, x.ECNMarks, drops, x.PFCPauses, x.QPErrors, bypass,
-				x.FailedDataPackets, x.Events, x.SimTimeNs, x.WallS, x.Interrupted)
+				x.FailedDataPackets, x.Events, x.SimTimeNs, x.WallS, x.Interrupted, x.StoppedBy)
 		}
 	})
 	if err == nil {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/openmrc/mrc/sim"
 )
 
 // WriteTable writes the header, the side-by-side table of the
@@ -62,6 +64,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		return s
 	})
+	if r.anyStopped() {
+		add("stopped by", func(x *Result) string { return stoppedBy(x) })
+	}
 	add("completion time", func(x *Result) string {
 		if incomplete(x) {
 			return "not done"
@@ -166,6 +171,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if anyStar {
 		b.WriteString("* over the flows that completed\n")
 	}
+	if s := r.stopNote(); s != "" {
+		b.WriteString("\n" + s)
+	}
 	if r.Interrupted {
 		fmt.Fprintf(&b, "\nINTERRUPTED: partial results (%d of the transports ran, the last one cut short).\n", len(r.Results))
 	}
@@ -223,4 +231,51 @@ func percent(f float64) string {
 		return fmt.Sprintf("%.1f%%", v)
 	}
 	return fmt.Sprintf("%.2g%%", 100*f)
+}
+
+// anyStopped reports whether a transport's run stopped before its flows
+// were done: at the duration limit, idle or interrupted.
+func (r *Report) anyStopped() bool {
+	for i := range r.Results {
+		if x := &r.Results[i]; x.StoppedBy != "" && x.StoppedBy != sim.StoppedDone {
+			return true
+		}
+	}
+	return false
+}
+
+// stoppedBy is the "stopped by" cell: why the transport's run ended
+// ("last flow": the last flow completed or failed).
+func stoppedBy(x *Result) string {
+	switch x.StoppedBy {
+	case sim.StoppedDone:
+		return "last flow"
+	case sim.StoppedDuration:
+		return Duration(x.SimTimeNs) + " limit"
+	case sim.StoppedIdle:
+		return "nothing to do"
+	case sim.StoppedInterrupted:
+		return "Ctrl-C"
+	}
+	return "—"
+}
+
+// stopNote says which transports hit the duration limit or ran out of
+// events with flows unfinished, so that nobody reads their numbers as
+// those of a finished run.
+func (r *Report) stopNote() string {
+	var b strings.Builder
+	for i := range r.Results {
+		x := &r.Results[i]
+		left := x.Flows - x.FlowsCompleted - x.FlowsFailed
+		switch x.StoppedBy {
+		case sim.StoppedDuration:
+			fmt.Fprintf(&b, "%s hit the %s duration limit with %s of %s flows unfinished: its numbers cover that time only (a longer --stop or duration runs it further).\n",
+				x.Transport, Duration(x.SimTimeNs), Count(left), Count(x.Flows))
+		case sim.StoppedIdle:
+			fmt.Fprintf(&b, "%s stopped at %s with %s of %s flows unfinished and nothing left to simulate (flows waiting for a trigger that never fired).\n",
+				x.Transport, Duration(x.SimTimeNs), Count(left), Count(x.Flows))
+		}
+	}
+	return b.String()
 }

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/report"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/wire"
 )
@@ -15,29 +15,31 @@ import (
 // pcapSink writes the packets a run captures to a pcapng file: one
 // interface per capture point, simulated time as the timestamps.
 type pcapSink struct {
-	f      *os.File
 	name   string
+	filter pcap.Filter
+	f      *report.File
 	bw     *bufio.Writer
 	w      *pcap.Writer
-	filter pcap.Filter
 	seen   int // packets captured, before the filter
 	ifaces map[string]int
 	buf    []byte
 	err    error
 }
 
-func newPcapSink(name string, filter pcap.Filter) (*pcapSink, error) {
-	f, err := os.Create(name)
+// open creates the sink's (temporary) file.
+func (p *pcapSink) open() error {
+	f, err := report.CreateFile(p.name)
 	if err != nil {
-		return nil, fmt.Errorf("%s", openError(err))
+		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w, err := pcap.NewWriter(bw, pcap.Options{Application: "mrc sim"})
 	if err != nil {
-		f.Close()
-		return nil, err
+		f.Abort()
+		return err
 	}
-	return &pcapSink{f: f, name: name, bw: bw, w: w, filter: filter, ifaces: map[string]int{}}, nil
+	p.f, p.bw, p.w, p.ifaces = f, bw, w, map[string]int{}
+	return nil
 }
 
 func (p *pcapSink) capture(c *sim.Captured) {
@@ -62,10 +64,10 @@ func (p *pcapSink) capture(c *sim.Captured) {
 }
 
 // emptyWarning says why the capture holds no packets, or is "" when it
-// holds some. filter is the --pcap-filter text.
+// holds some or was never opened. filter is the --pcap-filter text.
 func (p *pcapSink) emptyWarning(filter string) string {
 	switch {
-	case p.w.Packets() > 0:
+	case p == nil || p.w == nil || p.w.Packets() > 0:
 		return ""
 	case p.seen > 0:
 		return fmt.Sprintf("%s: no packets: --pcap-filter %q matched none of the %d captured (it selects MRC packets only: a RoCE run's never match)", p.name, filter, p.seen)
@@ -73,7 +75,12 @@ func (p *pcapSink) emptyWarning(filter string) string {
 	return fmt.Sprintf("%s: no packets: the capture points saw none", p.name)
 }
 
-func (p *pcapSink) close() error {
+// commit flushes the capture and puts the file in place; a nil or
+// unopened sink does nothing.
+func (p *pcapSink) commit() error {
+	if p == nil || p.f == nil {
+		return nil
+	}
 	err := p.err
 	if e := p.w.Flush(); err == nil {
 		err = e
@@ -81,13 +88,18 @@ func (p *pcapSink) close() error {
 	if e := p.bw.Flush(); err == nil {
 		err = e
 	}
-	if e := p.f.Close(); err == nil {
-		err = e
-	}
 	if err != nil {
+		p.f.Abort()
 		return fmt.Errorf("writing %s: %w", p.name, err)
 	}
-	return nil
+	return p.f.Commit()
+}
+
+// abort removes the sink's temporary file, if any.
+func (p *pcapSink) abort() {
+	if p != nil && p.f != nil {
+		p.f.Abort()
+	}
 }
 
 // fillChecksums writes the UDP checksum and the ICRC of an MRC datagram

@@ -87,12 +87,24 @@ func describeFailure(f Failure) string {
 	if sel, ok := strings.CutPrefix(f.Element, "random:"); ok {
 		noun := map[string]string{"t0-t1": "T0–T1 link", "t1-t2": "T1–T2 link", "host-link": "host link",
 			"t0": "T0 switch", "t1": "T1 switch", "t2": "T2 switch"}[sel]
-		what = fmt.Sprintf("%d random %s%s", n, noun, plural(n))
+		suffix := plural(n)
+		if suffix != "" && strings.HasSuffix(noun, "switch") {
+			suffix = "es"
+		}
+		what = fmt.Sprintf("%d random %s%s", n, noun, suffix)
 		if n == 1 {
 			what = "a random " + noun
 		}
 	} else {
 		what = f.Element
+	}
+	// The verb agrees with the subject: "a random T1 switch drops", "4
+	// random T1–T2 links drop".
+	verb := func(plural string) string {
+		if n == 1 {
+			return plural + "s"
+		}
+		return plural
 	}
 	at := report.Dur(f.At.D())
 	until := ""
@@ -107,13 +119,13 @@ func describeFailure(f Failure) string {
 		if down == 0 {
 			down = 10e3
 		}
-		return fmt.Sprintf("%s flap %g times/s, down %s each time, from %s%s", what, f.FlapRate, report.Dur(down), at, until)
+		return fmt.Sprintf("%s %s %g times/s, down %s each time, from %s%s", what, verb("flap"), f.FlapRate, report.Dur(down), at, until)
 	case "lossy_link":
-		return fmt.Sprintf("%s drop %g%% of packets from %s%s", what, f.Loss*100, at, until)
+		return fmt.Sprintf("%s %s %g%% of packets from %s%s", what, verb("drop"), f.Loss*100, at, until)
 	case "switch_down":
 		return fmt.Sprintf("%s down at %s%s", what, at, until)
 	case "switch_blackhole":
-		return fmt.Sprintf("%s silently drop everything (links and routes up) from %s%s", what, at, until)
+		return fmt.Sprintf("%s silently %s everything (links and routes up) from %s%s", what, verb("drop"), at, until)
 	case "nic_port_down":
 		return fmt.Sprintf("NIC port %s down at %s%s", what, at, until)
 	}

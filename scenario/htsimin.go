@@ -13,7 +13,9 @@ import (
 // plane; each plane repeats it). Without a topology file the fabric is
 // a full-bisection two-tier Clos (a leaf-spine with one plane) for the
 // matrix's nodes, with the largest T0 of at most 32 host ports that
-// divides them. Paths are relative to the working directory.
+// divides them. Paths are relative to the working directory; those
+// under htsim/ that are not there name the samples bundled with mrc
+// (scenario/presets/htsim/), as in scenario files.
 func FromHtsim(cm, topoFile string, planes int) (*Scenario, error) {
 	s := &Scenario{
 		Name:     strings.TrimSuffix(filepath.Base(cm), filepath.Ext(cm)),
@@ -24,7 +26,12 @@ func FromHtsim(cm, topoFile string, planes int) (*Scenario, error) {
 	if topoFile != "" {
 		return s, nil
 	}
-	_, nodes, err := htsim.ReadCMFile(cm)
+	f, name, err := s.open(cm)
+	if err != nil {
+		return nil, &Error{Msg: openError(err)}
+	}
+	defer f.Close()
+	_, nodes, err := htsim.ReadCM(name, f)
 	if err != nil {
 		var he *htsim.Error
 		if errors.As(err, &he) {

@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +23,11 @@ type RunOptions struct {
 	// Progress between windows of its run.
 	Setup    func(i, n int, transport string)
 	Progress func(i, n int, transport string, p sim.Progress)
+	// Ready, when set, is called once the plan and the options have
+	// been checked and before any output file is created: the caller
+	// checks its own outputs there. Its error ends Run, with nothing
+	// written.
+	Ready func() error
 	// Flows keeps the per-flow results in the report's JSON.
 	Flows bool
 	// Pcap is a pcapng file to capture into at the points Capture names
@@ -56,7 +61,10 @@ func OutputFile(path, transport string, n int) string {
 // results. When ctx is cancelled it stops the run in progress and
 // returns what it has, with Report.Interrupted set. Problems with the
 // options (a bad filter, an unwritable file, an unknown capture point)
-// are *Errors, found before anything runs.
+// are *Errors, found before any output file is created. The pcap and
+// trace files are written under temporary names and replace the named
+// files only when Run returns a report (also an interrupted one), so
+// that a run that fails leaves earlier files as they were.
 func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 	start := time.Now()
 	s := p.Scenario
@@ -95,77 +103,67 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 		return nil, &Error{Msg: "--trace-filter needs --trace FILE"}
 	}
 
-	// Create every output file now, so that a bad path fails before the
-	// run rather than after it.
-	type outputs struct {
-		pcap  *pcapSink
-		trace *traceSink
-	}
-	outs := make([]outputs, n)
-	closeAll := func() {
-		for _, x := range outs {
-			if x.pcap != nil {
-				x.pcap.f.Close()
-			}
-			if x.trace != nil {
-				x.trace.f.Close()
-			}
+	// Configure every run's sinks; the files come later.
+	outs := make(sinks, n)
+	runs := slices.Clone(p.Runs)
+	for i := range runs {
+		c := &runs[i]
+		name := c.Transport.Name
+		if o.Progress != nil {
+			c.Progress = func(pr sim.Progress) { o.Progress(i, n, name, pr) }
 		}
-	}
-	for i, c := range p.Runs {
 		if o.Pcap != "" {
-			name := OutputFile(o.Pcap, c.Transport.Name, n)
-			ps, err := newPcapSink(name, pfilter)
-			if err != nil {
-				closeAll()
-				return nil, &Error{Msg: "--pcap: " + err.Error()}
-			}
-			outs[i].pcap = ps
+			outs[i].pcap = &pcapSink{name: OutputFile(o.Pcap, name, n), filter: pfilter}
+			c.Taps, c.Capture = o.Capture, outs[i].pcap.capture
 		}
 		if o.Trace != "" {
-			name := OutputFile(o.Trace, c.Transport.Name, n)
-			f, err := os.Create(name)
-			if err != nil {
-				closeAll()
-				return nil, &Error{Msg: "--trace: " + openError(err)}
-			}
-			outs[i].trace = &traceSink{f: f, name: name, bw: bufio.NewWriterSize(f, 1<<20)}
-			outs[i].trace.w = trace.NewJSONWriter(outs[i].trace.bw)
+			outs[i].trace = &traceSink{name: OutputFile(o.Trace, name, n), hosts: make([]trace.Tracer, p.Topology.Hosts)}
+			c.Trace, c.TraceFilter = outs[i].trace.record, tfilter
 		}
+	}
+	// Everything is checked before any output file is created: the
+	// first transport's world resolves the capture points and the
+	// failures, then o.Ready checks the caller's outputs.
+	if o.Setup != nil {
+		o.Setup(0, n, runs[0].Transport.Name)
+	}
+	first, err := sim.New(runs[0])
+	if err != nil {
+		return nil, &Error{Msg: strings.TrimPrefix(err.Error(), "sim: ")}
+	}
+	if o.Ready != nil {
+		if err := o.Ready(); err != nil {
+			return nil, err
+		}
+	}
+	if err := outs.open(); err != nil {
+		return nil, err
 	}
 
 	var runErr error
-	for i, c := range p.Runs {
+	for i, c := range runs {
 		if ctx.Err() != nil {
 			rep.Interrupted = true
 			break
 		}
-		name := c.Transport.Name
-		if o.Setup != nil {
-			o.Setup(i, n, name)
+		w := first
+		if i > 0 {
+			if o.Setup != nil {
+				o.Setup(i, n, c.Transport.Name)
+			}
+			if w, err = sim.New(c); err != nil {
+				outs.abort()
+				return nil, &Error{Msg: strings.TrimPrefix(err.Error(), "sim: ")}
+			}
 		}
-		if o.Progress != nil {
-			c.Progress = func(pr sim.Progress) { o.Progress(i, n, name, pr) }
-		}
-		if ps := outs[i].pcap; ps != nil {
-			c.Taps, c.Capture = o.Capture, ps.capture
-		}
-		if ts := outs[i].trace; ts != nil {
-			ts.hosts = make([]trace.Tracer, p.Topology.Hosts)
-			c.Trace, c.TraceFilter = ts.record, tfilter
-		}
-		w, err := sim.New(c)
-		if err != nil {
-			closeAll()
-			return nil, &Error{Msg: strings.TrimPrefix(err.Error(), "sim: ")}
-		}
+		first = nil // let the first world go once it has run
 		if ctx.Err() != nil {
 			rep.Interrupted = true
 			break
 		}
 		res, err := w.Run(ctx)
 		if err != nil {
-			runErr = fmt.Errorf("%s: %w", name, err)
+			runErr = fmt.Errorf("%s: %w", c.Transport.Name, err)
 			break
 		}
 		rep.Add(res, o.Flows)
@@ -173,36 +171,89 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 			break
 		}
 	}
+	if err := outs.commit(); err != nil && runErr == nil {
+		runErr = err
+	}
 	for i, x := range outs {
-		if x.pcap != nil {
-			if err := x.pcap.close(); err != nil && runErr == nil {
-				runErr = err
-			}
-			if w := x.pcap.emptyWarning(o.PcapFilter); w != "" && o.Warn != nil && i < len(rep.Results) {
-				o.Warn(w)
-			}
-		}
-		if x.trace != nil {
-			if err := x.trace.close(); err != nil && runErr == nil {
-				runErr = err
-			}
+		if w := x.pcap.emptyWarning(o.PcapFilter); w != "" && o.Warn != nil && i < len(rep.Results) {
+			o.Warn(w)
 		}
 	}
 	rep.WallS = time.Since(start).Seconds()
 	return rep, runErr
 }
 
+// sinks are the capture and trace files of each run (nil where not
+// asked for). Their files are written under temporary names and put in
+// place by commit, so that a failure leaves earlier results alone.
+type sinks []struct {
+	pcap  *pcapSink
+	trace *traceSink
+}
+
+// open creates every sink's temporary file; on an error it removes
+// those it made.
+func (ss sinks) open() error {
+	for _, x := range ss {
+		if x.pcap != nil {
+			if err := x.pcap.open(); err != nil {
+				ss.abort()
+				return &Error{Msg: "--pcap: " + err.Error()}
+			}
+		}
+		if x.trace != nil {
+			if err := x.trace.open(); err != nil {
+				ss.abort()
+				return &Error{Msg: "--trace: " + err.Error()}
+			}
+		}
+	}
+	return nil
+}
+
+// abort removes every sink's temporary file.
+func (ss sinks) abort() {
+	for _, x := range ss {
+		x.pcap.abort()
+		x.trace.abort()
+	}
+}
+
+// commit puts every sink's file in place and returns the first error.
+func (ss sinks) commit() error {
+	var first error
+	for _, x := range ss {
+		for _, err := range []error{x.pcap.commit(), x.trace.commit()} {
+			if err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
 func isZeroFilter(f *trace.Filter) bool {
 	return f.Kinds == 0 && f.QPNs == nil && f.From == 0 && f.To == 0 && f.EVs == nil && f.Planes == nil && f.Sample <= 1
 }
 
-// traceSink writes a run's trace records.
+// traceSink writes a run's trace records to its file.
 type traceSink struct {
-	f     *os.File
 	name  string
+	f     *report.File
 	bw    *bufio.Writer
 	w     *trace.JSONWriter
 	hosts []trace.Tracer // by host, made on first use
+}
+
+// open creates the sink's (temporary) file.
+func (t *traceSink) open() error {
+	f, err := report.CreateFile(t.name)
+	if err != nil {
+		return err
+	}
+	t.f, t.bw = f, bufio.NewWriterSize(f, 1<<20)
+	t.w = trace.NewJSONWriter(t.bw)
+	return nil
 }
 
 func (t *traceSink) record(host int, r *trace.Record) {
@@ -214,16 +265,26 @@ func (t *traceSink) record(host int, r *trace.Record) {
 	h.Trace(r)
 }
 
-func (t *traceSink) close() error {
+// commit flushes the records and puts the file in place; a nil or
+// unopened sink does nothing.
+func (t *traceSink) commit() error {
+	if t == nil || t.f == nil {
+		return nil
+	}
 	err := t.w.Flush()
 	if err == nil {
 		err = t.bw.Flush()
 	}
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
+		t.f.Abort()
 		return fmt.Errorf("writing %s: %w", t.name, err)
 	}
-	return nil
+	return t.f.Commit()
+}
+
+// abort removes the sink's temporary file, if any.
+func (t *traceSink) abort() {
+	if t != nil && t.f != nil {
+		t.f.Abort()
+	}
 }

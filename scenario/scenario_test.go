@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openmrc/mrc/sim/workload"
 	"go.yaml.in/yaml/v3"
@@ -382,6 +383,28 @@ func TestExamples(t *testing.T) {
 		}
 		if _, err := s.Build(Overrides{}); err != nil {
 			t.Errorf("%v", err)
+		}
+	}
+}
+
+// TestDescribeFailureGrammar: the failure lines of the table's header
+// agree in number: one element drops, several drop.
+func TestDescribeFailureGrammar(t *testing.T) {
+	us := Duration(time.Microsecond)
+	for _, c := range []struct {
+		f    Failure
+		want string
+	}{
+		{Failure{Kind: "switch_blackhole", Element: "random:t1", At: 50 * us}, "a random T1 switch silently drops everything (links and routes up) from 50 µs"},
+		{Failure{Kind: "switch_blackhole", Element: "random:t1", Count: 2, At: 50 * us}, "2 random T1 switches silently drop everything"},
+		{Failure{Kind: "switch_blackhole", Element: "t1-p0-3", At: 50 * us}, "t1-p0-3 silently drops everything"},
+		{Failure{Kind: "lossy_link", Element: "random:t1-t2", Count: 4, Loss: 0.02}, "4 random T1–T2 links drop 2% of packets"},
+		{Failure{Kind: "lossy_link", Element: "t0-p0-1/t1-p0-2", Loss: 0.02}, "t0-p0-1/t1-p0-2 drops 2% of packets"},
+		{Failure{Kind: "link_flap", Element: "random:t0-t1", FlapRate: 100, Until: 100 * us}, "a random T0–T1 link flaps 100 times/s"},
+		{Failure{Kind: "link_flap", Element: "random:t0-t1", Count: 16, FlapRate: 100, Until: 100 * us}, "16 random T0–T1 links flap 100 times/s"},
+	} {
+		if got := describeFailure(c.f); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%+v:\n got %q\nwant %q…", c.f, got, c.want)
 		}
 	}
 }

@@ -51,11 +51,15 @@ type Result struct {
 	Links        []LinkClass       `json:"link_utilisation"`
 	EVStates     EVStateChanges    `json:"ev_state_changes"`
 	Events       uint64            `json:"events"`
-	SimTimeNs    int64             `json:"sim_time_ns"`
+	SimTimeNs    int64             `json:"sim_time_ns"` // when the run stopped (see StoppedBy)
 	WallS        float64           `json:"wall_s"`
 	Interrupted  bool              `json:"interrupted"`
-	Series       Series            `json:"series"`
-	FlowResults  []FlowResult      `json:"flow_results"`
+	// StoppedBy says why the run stopped: "done" (every flow completed
+	// or failed), "duration" (StopAt, with flows unfinished), "idle"
+	// (nothing left to simulate, flows unfinished) or "interrupted".
+	StoppedBy   string       `json:"stopped_by"`
+	Series      Series       `json:"series"`
+	FlowResults []FlowResult `json:"flow_results"`
 }
 
 // FCTStats summarises flow completion times in nanoseconds.
@@ -126,11 +130,11 @@ type FlowResult struct {
 	Src     int    `json:"src"`
 	Dst     int    `json:"dst"`
 	Size    uint64 `json:"size"`
-	Tag     string `json:"tag,omitempty"`
+	Tag     string `json:"tag"`
 	StartNs int64  `json:"start_ns"`
 	FCTNs   int64  `json:"fct_ns"`  // until the sender has every byte acknowledged
 	RecvNs  int64  `json:"recv_ns"` // until the receiver has every byte
-	Failed  bool   `json:"failed,omitempty"`
+	Failed  bool   `json:"failed"`
 }
 
 // WriteJSON writes r as indented JSON.
@@ -239,7 +243,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	r := &Result{
 		Scenario: w.cfg.Name, Transport: w.cfg.Transport.Name, Seed: w.cfg.Seed,
 		Hosts: t.Hosts, Planes: t.Planes, Flows: len(w.flows),
-		Events: w.events(), SimTimeNs: w.simNow() / 1000, WallS: wall.Seconds(),
+		Events: w.events(), SimTimeNs: w.stopped / 1000, StoppedBy: w.stopBy, WallS: wall.Seconds(),
 		Drops: map[string]uint64{}, Series: sm.s,
 	}
 	// Flows.
@@ -349,10 +353,10 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	// run when flows did not complete: their bytes were sent over it).
 	dur := float64(last - max(first, 0))
 	if dur <= 0 || r.FlowsCompleted < r.Flows {
-		dur = float64(w.simNow() - max(min(first, w.simNow()), 0))
+		dur = float64(w.stopped - max(min(first, w.stopped), 0))
 	}
 	if dur <= 0 {
-		dur = float64(w.simNow())
+		dur = float64(w.stopped)
 	}
 	for p := range t.Planes {
 		pr := PlaneResult{Plane: p}

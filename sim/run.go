@@ -12,9 +12,20 @@ import (
 // that completion is noticed and samples are taken in good time.
 const maxWindow Time = 10_000_000 // 10 µs
 
+// Why a run stopped: Result.StoppedBy.
+const (
+	StoppedDone        = "done"        // every flow completed or failed
+	StoppedDuration    = "duration"    // StopAt came with flows unfinished
+	StoppedIdle        = "idle"        // nothing was left to simulate, with flows unfinished
+	StoppedInterrupted = "interrupted" // the context was cancelled
+)
+
 // Run runs the simulation until every flow has completed, nothing is left
 // to do, StopAt passes or ctx is cancelled, and returns the results (also
-// when cancelled: then Result.Interrupted is set). A World runs once.
+// when cancelled: then Result.Interrupted is set). Result.StoppedBy says
+// which, and Result.SimTimeNs when: StopAt when the run hit it, the end of
+// the last window when interrupted, else the last event. A World runs
+// once.
 //
 // The partitions advance in windows no longer than the lookahead (the
 // shortest host link's delay): within a window each partition runs alone,
@@ -31,14 +42,18 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	window := min(w.lookahead, maxWindow)
 	smp := w.newSampler()
 	var T Time
-	interrupted := false
+	interrupted, hitStop := false, false
 	w.flushObservations() // what the transports traced while being set up
 	for {
 		next := never
 		for _, s := range w.shards {
 			next = min(next, s.next())
 		}
-		if next == never || next >= stop {
+		if next == never {
+			break
+		}
+		if next >= stop {
+			hitStop = true
 			break
 		}
 		T = max(T, next)
@@ -65,6 +80,16 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	smp.final(w.simNow())
+	switch {
+	case w.done():
+		w.stopped, w.stopBy = w.simNow(), StoppedDone
+	case interrupted:
+		w.stopped, w.stopBy = T, StoppedInterrupted
+	case hitStop:
+		w.stopped, w.stopBy = stop, StoppedDuration
+	default:
+		w.stopped, w.stopBy = w.simNow(), StoppedIdle
+	}
 
 	r := w.result(smp, time.Since(wallStart))
 	r.Interrupted = interrupted

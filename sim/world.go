@@ -58,7 +58,9 @@ type World struct {
 
 	bytes uint64 // the workload's payload
 
-	ran bool
+	ran     bool
+	stopped Time   // when Run stopped: the limit, the last event or the last window
+	stopBy  string // why (Result.StoppedBy)
 }
 
 type linkInfo struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"time"
 )
 
 // errHelp is returned when the user asked for a command's help; it exits 0.
@@ -39,9 +41,75 @@ func (fs *flagSet) parse(args []string) error {
 		return errHelp
 	}
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{fs.explain(err)}
 	}
 	return nil
+}
+
+// The flag package's messages, which explain rewrites.
+var (
+	flagBadValue  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
+	flagNoValue   = regexp.MustCompile(`^flag needs an argument: -(.*)$`)
+	flagUndefined = regexp.MustCompile(`^flag provided but not defined: -(.*)$`)
+)
+
+// explain puts a parse error of the flag package in our words: which
+// flag, the value given and what it wants ("invalid value "10" for
+// --stop: want a duration such as 10ms").
+func (fs *flagSet) explain(err error) string {
+	msg := err.Error()
+	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
+		value, name, reason := m[1], m[2], m[3]
+		want := fs.want(name)
+		switch {
+		case want == "":
+			return fmt.Sprintf("invalid value %q for --%s: %s", value, name, reason)
+		case reason == "parse error":
+			return fmt.Sprintf("invalid value %q for --%s: want %s", value, name, want)
+		case reason == "value out of range":
+			reason = "out of range"
+		}
+		return fmt.Sprintf("invalid value %q for --%s: %s; want %s", value, name, reason, want)
+	}
+	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
+		if want := fs.want(m[1]); want != "" {
+			return fmt.Sprintf("--%s needs a value: %s", m[1], want)
+		}
+		return fmt.Sprintf("--%s needs a value", m[1])
+	}
+	if m := flagUndefined.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("flag provided but not defined: --%s (%s -h lists the flags)", m[1], fs.Name())
+	}
+	return msg
+}
+
+// want says what flag name takes, by its type: "a duration such as
+// 10ms"; "" if unknown.
+func (fs *flagSet) want(name string) string {
+	f := fs.Lookup(name)
+	if f == nil {
+		return ""
+	}
+	if _, ok := f.Value.(sizeFlag); ok {
+		return "a size such as 64MiB (K, M, G or T: powers of 1024)"
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return "a duration such as 10ms (ns, us, ms, s, m, h)"
+	case bool:
+		return "true or false"
+	case int, int64:
+		return "a whole number such as 4"
+	case uint, uint64:
+		return "a whole number, 0 or more, such as 7"
+	case float64:
+		return "a number such as 0.5"
+	}
+	return ""
 }
 
 // openJSON opens the destination of a --json flag: nothing for "", out for

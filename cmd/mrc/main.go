@@ -60,6 +60,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "mrc: unknown command %q (run 'mrc help')\n", args[0])
@@ -102,5 +105,5 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'mrc <command> -h' for the flags of one command.")
+	fmt.Fprintln(w, "Run 'mrc <command> -h' for the flags of one command, 'mrc --version' for the version.")
 }

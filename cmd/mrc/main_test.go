@@ -123,3 +123,35 @@ func TestHelpAndUnknownCommand(t *testing.T) {
 		t.Errorf("unknown command: %q", line)
 	}
 }
+
+// TestFlagErrorsInOurWords: a flag value that does not parse gets a
+// message naming the flag, the value and what it wants, for every
+// subcommand and every kind of flag, never Go's generic "parse error".
+func TestFlagErrorsInOurWords(t *testing.T) {
+	duration, whole, natural := "want a duration such as 10ms", "want a whole number such as 4", "want a whole number, 0 or more, such as 7"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--stop", "10"}, `invalid value "10" for --stop: ` + duration},
+		{[]string{"sim", "--stop"}, "--stop needs a value: a duration such as 10ms"},
+		{[]string{"sim", "--workers", "x"}, `invalid value "x" for --workers: ` + whole},
+		{[]string{"sim", "--workers", "99999999999999999999"}, `for --workers: out of range; ` + whole},
+		{[]string{"sim", "--seed", "-1"}, `invalid value "-1" for --seed: ` + natural},
+		{[]string{"sim", "--quiet=maybe"}, `invalid value "maybe" for --quiet: want true or false`},
+		{[]string{"sim", "--bogus"}, "flag provided but not defined: --bogus (mrc sim -h lists the flags)"},
+		{[]string{"plan", "--gpus", "lots"}, `invalid value "lots" for --gpus: ` + whole},
+		{[]string{"perf", "client", "--duration", "5"}, `invalid value "5" for --duration: ` + duration},
+		{[]string{"perf", "client", "--retries", "x"}, `invalid value "x" for --retries: ` + whole},
+		{[]string{"perf", "client", "--drop", "lots"}, `invalid value "lots" for --drop: want a number such as 0.5`},
+		{[]string{"perf", "client", "--bytes", "12X"}, `invalid value "12X" for --bytes: bad size "12X"; want a size such as 64MiB`},
+		{[]string{"perf", "server", "--pcap-snaplen", "x"}, `invalid value "x" for --pcap-snaplen: ` + whole},
+		{[]string{"dump", "--json=maybe"}, `invalid value "maybe" for --json: want true or false`},
+		{[]string{"switch", "--check=maybe"}, `invalid value "maybe" for --check: want true or false`},
+	} {
+		line := assertUsageError(t, c.args...)
+		if !strings.Contains(line, c.want) || strings.Contains(line, "parse error") || strings.Contains(line, "flag -") {
+			t.Errorf("mrc %s:\n got %q\nwant it to contain %q", strings.Join(c.args, " "), line, c.want)
+		}
+	}
+}

@@ -56,7 +56,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	pcapFilter := fs.String("pcap-filter", "", "keep only the packets that `FILTER` selects, e.g. 'op=data,nack plane=0' (docs/dump.md)")
 	traceOut := fs.String("trace", "", "write the transports' JSON-lines trace to `FILE` (docs/trace.md)")
 	traceFilter := fs.String("trace-filter", "", "keep only the trace records `FILTER` selects, e.g. 'kind=ev_state,nacked sample=100'")
-	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes (the table still goes to standard output, unless the JSON does)")
+	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes, no scenario notes under the table (the table still goes to standard output, unless the JSON does)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal and the run takes more than 2 s), on, off")
 	// Flags may follow the scenario file: parse, take a positional
 	// argument, parse the rest.
@@ -186,27 +186,30 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		return usagef("%v", err)
 	}
 
-	// Check the outputs before running: a bad path should not cost a run.
-	var jsonFile *os.File
-	if out.JSON != "" && out.JSON != "-" {
-		if jsonFile, err = os.Create(out.JSON); err != nil {
-			return usagef("--json: %v", pathError(err))
+	// The outputs are checked once the scenario and the options are
+	// (Ready), and written under temporary names that replace the named
+	// files only when there are results: a run that fails leaves
+	// earlier results as they were.
+	var jsonFile *report.File
+	defer func() {
+		if jsonFile != nil {
+			jsonFile.Abort()
 		}
-		defer jsonFile.Close()
-	}
-	for _, d := range []struct{ flag, dir string }{{"--csv", out.CSV}, {"--plot", out.Plot}} {
-		if d.dir == "" {
-			continue
+	}()
+	ready := func() error {
+		for _, d := range []struct{ flag, dir string }{{"--csv", out.CSV}, {"--plot", out.Plot}} {
+			if d.dir != "" {
+				if err := report.CheckDir(d.dir); err != nil {
+					return usagef("%s: %v", d.flag, err)
+				}
+			}
 		}
-		if err := os.MkdirAll(d.dir, 0o755); err != nil {
-			return usagef("%s: %v", d.flag, pathError(err))
+		if out.JSON != "" && out.JSON != "-" {
+			if jsonFile, err = report.CreateFile(out.JSON); err != nil {
+				return usagef("--json: %v", err)
+			}
 		}
-		probe, err := os.CreateTemp(d.dir, ".mrc-sim-*")
-		if err != nil {
-			return usagef("%s: %v", d.flag, pathError(err))
-		}
-		probe.Close()
-		os.Remove(probe.Name())
+		return nil
 	}
 
 	setMemoryLimit()
@@ -220,7 +223,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	showProgress := *progress == "on" || *progress == "auto" && !*quiet && isTerminal(stderr)
 	pg := &progressLine{w: stderr, on: showProgress, start: start, always: *progress == "on"}
 	opts := scenario.RunOptions{Flows: out.Flows, Pcap: out.Pcap, PcapFilter: out.PcapFilter, Capture: out.Capture,
-		Trace: out.Trace, TraceFilter: out.TraceFilter, Setup: pg.setup, Progress: pg.update}
+		Trace: out.Trace, TraceFilter: out.TraceFilter, Setup: pg.setup, Progress: pg.update, Ready: ready}
 	opts.Warn = func(msg string) {
 		if !*quiet {
 			pg.clear()
@@ -229,10 +232,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	}
 	rep, err := scenario.Run(ctx, plan, opts)
 	pg.clear()
-	if rep == nil && jsonFile != nil {
-		// Nothing ran (a bad capture point, say): leave no empty file.
-		jsonFile.Close()
-		os.Remove(out.JSON)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return err
 	}
 	var se *scenario.Error
 	if errors.As(err, &se) {
@@ -264,20 +266,20 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("writing %s: %v", out.JSON, err)
 		}
-		if err := jsonFile.Close(); err != nil {
-			return fmt.Errorf("writing %s: %v", out.JSON, err)
+		if err := jsonFile.Commit(); err != nil {
+			return err
 		}
 		note("wrote %s", out.JSON)
 	}
 	if out.CSV != "" {
-		files, err := rep.WriteCSV(out.CSV)
+		files, err := report.WriteFiles(out.CSV, rep.WriteCSV)
 		if err != nil {
 			return err
 		}
 		note("wrote %d CSV files to %s", len(files), out.CSV)
 	}
 	if out.Plot != "" {
-		files, err := rep.WritePlots(out.Plot)
+		files, err := report.WriteFiles(out.Plot, rep.WritePlots)
 		if err != nil {
 			return err
 		}
@@ -292,6 +294,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		for _, r := range rep.Results {
 			note("wrote %s", scenario.OutputFile(out.Trace, r.Transport, len(plan.Runs)))
 		}
+	}
+	if *quiet {
+		rep.Notes = "" // the scenario's explanations; the table's own footnotes stay
 	}
 	if tableOut == stdout || !*quiet {
 		if err := rep.WriteTable(tableOut); err != nil {
@@ -344,15 +349,6 @@ func baseNames(files []string) string {
 		out = append(out, filepath.Base(f))
 	}
 	return strings.Join(out, ", ")
-}
-
-// pathError drops the "open " prefix of a file error.
-func pathError(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Path + ": " + pe.Err.Error()
-	}
-	return err.Error()
 }
 
 func isTerminal(w io.Writer) bool {

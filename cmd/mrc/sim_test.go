@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -367,9 +368,9 @@ func TestSimUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sim", "--bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"sim", "--seed", "-1"}, `invalid value "-1" for flag -seed`},
-		{[]string{"sim", "--workers", "x"}, `invalid value "x" for flag -workers`},
+		{[]string{"sim", "--bogus"}, "flag provided but not defined: --bogus"},
+		{[]string{"sim", "--seed", "-1"}, `invalid value "-1" for --seed: want a whole number`},
+		{[]string{"sim", "--workers", "x"}, `invalid value "x" for --workers: want a whole number`},
 		{[]string{"sim", "--workers", "0"}, "--workers 0"},
 		{[]string{"sim", "--stop", "-5s"}, "--stop -5s"},
 		{[]string{"sim", "--progress", "maybe"}, `--progress "maybe"`},
@@ -463,11 +464,13 @@ func TestSimHtsim(t *testing.T) {
 }
 
 // TestSimInterrupt: Ctrl-C stops a long run cleanly and still writes the
-// partial results; progress shows on stderr with --progress on.
+// partial results, every output in place and no temporary file left;
+// progress shows on stderr with --progress on.
 func TestSimInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "r.json")
-	cmd := exec.Command(mrcBin, "sim", filepath.Join("testdata", "long.yaml"), "--json", jsonPath, "--csv", filepath.Join(dir, "csv"), "--progress", "on")
+	cmd := exec.Command(mrcBin, "sim", filepath.Join("testdata", "long.yaml"), "--json", jsonPath, "--csv", filepath.Join(dir, "csv"),
+		"--trace", filepath.Join(dir, "t.jsonl"), "--trace-filter", "kind=ev_state", "--pcap", filepath.Join(dir, "c.pcapng"), "--progress", "on")
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	errPipe, err := cmd.StderrPipe()
@@ -532,9 +535,17 @@ func TestSimInterrupt(t *testing.T) {
 	if !strings.Contains(stdout.String(), "INTERRUPTED: partial results") {
 		t.Errorf("table: %s", stdout.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "csv", "summary.csv")); err != nil {
-		t.Errorf("no partial CSV: %v", err)
+	for _, f := range []string{"csv/summary.csv", "t-mrc.jsonl", "c-mrc.pcapng"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("no partial %s: %v", f, err)
+		}
 	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+		return nil
+	})
 }
 
 // TestSimCapture captures a simulated flow with a trim, a NACK, a
@@ -682,5 +693,378 @@ func TestSimCapture(t *testing.T) {
 				t.Errorf("packet %d (%s): tshark %s = %q, want %q", i+1, fr.Summary, k, row[k], v)
 			}
 		}
+	}
+}
+
+// TestSimFailedRunKeepsOutputs: a run that fails its checks (a typo in a
+// capture point, a filter, a failure element, a transport) leaves every
+// output of an earlier run as it was, for every output flag, and no
+// temporary file behind; a run that succeeds replaces them.
+func TestSimFailedRunKeepsOutputs(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "mine.yaml")
+	body := "topology: {hosts: 16, planes: 2, t0_down: 4, t0_up: 2}\ntransports: [mrc, oblivious]\nworkload: {kind: permutation, size: 64KiB}\n"
+	if err := os.WriteFile(scen, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badFailure := filepath.Join(dir, "badfail.yaml")
+	if err := os.WriteFile(badFailure, []byte(body+"failures:\n  - {kind: link_down, element: random:t1-t2, at: 1us}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier results: one file per output, per transport where
+	// the output has one file per transport.
+	old := map[string]string{}
+	for _, f := range []string{"keep.json", "keep-mrc.jsonl", "keep-oblivious.jsonl", "x-mrc.pcapng", "x-oblivious.pcapng",
+		"csv/summary.csv", "csv/flows.csv", "plots/goodput.png", "plots/goodput.svg"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		old[p] = "earlier result " + f + "\n"
+		if err := os.WriteFile(p, []byte(old[p]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outputs := []string{"--json", filepath.Join(dir, "keep.json"), "--trace", filepath.Join(dir, "keep.jsonl"),
+		"--pcap", filepath.Join(dir, "x.pcapng"), "--csv", filepath.Join(dir, "csv"), "--plot", filepath.Join(dir, "plots")}
+	listDir := func() []string {
+		var names []string
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				names = append(names, p)
+			}
+			return nil
+		})
+		return names
+	}
+	before := listDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{scen, "--capture", "h99"}, `tap "h99"`},
+		{[]string{scen, "--capture", "flow:999"}, "no flow has ID 999"},
+		{[]string{scen, "--pcap-filter", "op=bogus"}, "--pcap-filter:"},
+		{[]string{scen, "--trace-filter", "bogus=1"}, "--trace-filter:"},
+		{[]string{scen, "--transports", "mrc,nope"}, `unknown transport "nope"`},
+		{[]string{badFailure}, "failures[0]"},
+	} {
+		args := append(append([]string{"sim"}, c.args...), outputs...)
+		if line := assertUsageError(t, args...); !strings.Contains(line, c.want) {
+			t.Errorf("mrc %s: %q, want %q", strings.Join(args, " "), line, c.want)
+		}
+		for p, want := range old {
+			if got, err := os.ReadFile(p); err != nil || string(got) != want {
+				t.Errorf("mrc %s: %s is now %q (%v), want it untouched", strings.Join(c.args, " "), p, got, err)
+			}
+		}
+		if after := listDir(); !slices.Equal(after, before) {
+			t.Errorf("mrc %s: files before %q, after %q", strings.Join(c.args, " "), before, after)
+		}
+	}
+
+	// A run that succeeds replaces them all and leaves no temporary file.
+	args := append([]string{"sim", scen, "--capture", "h1", "--quiet"}, outputs...)
+	if _, stderr, code := runMRC(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for p, was := range old {
+		if got, err := os.ReadFile(p); err != nil || string(got) == was {
+			t.Errorf("%s not replaced by the run (%v)", p, err)
+		}
+	}
+	for _, p := range listDir() {
+		if strings.HasPrefix(filepath.Base(p), ".") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+	}
+	readSimJSON(t, mustRead(t, filepath.Join(dir, "keep.json")))
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestSimStopsAtDuration: a run that hits the duration limit with flows
+// unfinished reports the limit as its simulated time, not its last
+// event, and says so in the JSON (stopped_by), in a row of the table and
+// in a note under it; a run whose flows are done says "done".
+func TestSimStopsAtDuration(t *testing.T) {
+	// The leaf-spine example as it shipped: ECMP reconverges after 1 s,
+	// so RoCE's retry timer is quiet for long stretches (from about
+	// 4 ms on) with flows unfinished.
+	scen := filepath.Join(t.TempDir(), "ls.yaml")
+	body := `name: ls
+seed: 3
+duration: 20ms
+topology: {kind: clos2, hosts: 64, planes: 1, t0_down: 8, t0_up: 8, host_rate: 400G, host_delay: 500ns, fabric_delay: 1us, switch_latency: 300ns}
+transports: [mrc, roce-pfc]
+workload: {kind: permutation, size: 8MiB}
+failures:
+  - {kind: switch_down, element: t1-3, at: 30us}
+  - {kind: link_down, element: t0-0/t1-5, at: 40us, until: 120us}
+`
+	if err := os.WriteFile(scen, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		Transport      string `json:"transport"`
+		Flows          int    `json:"flows"`
+		FlowsCompleted int    `json:"flows_completed"`
+		FlowsFailed    int    `json:"flows_failed"`
+		CompletionNs   int64  `json:"completion_ns"`
+		SimTimeNs      int64  `json:"sim_time_ns"`
+		StoppedBy      string `json:"stopped_by"`
+	}
+	run := func(args ...string) (string, []res) {
+		dir := t.TempDir()
+		jsonPath := filepath.Join(dir, "r.json")
+		stdout, stderr, code := runMRC(t, append([]string{"sim", scen, "--json", jsonPath}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var r struct {
+			SimTimeNs int64 `json:"sim_time_ns"`
+			Results   []res `json:"results"`
+		}
+		if err := json.Unmarshal(mustRead(t, jsonPath), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) != 2 {
+			t.Fatalf("%d results", len(r.Results))
+		}
+		return stdout, r.Results
+	}
+	for _, c := range []struct {
+		stop, limit string
+		stopNs      int64
+	}{{"", "20 ms", 20_000_000}, {"100ms", "100 ms", 100_000_000}} {
+		var args []string
+		if c.stop != "" {
+			args = []string{"--stop", c.stop}
+		}
+		table, rs := run(args...)
+		m, roce := rs[0], rs[1]
+		if m.StoppedBy != "done" || m.FlowsCompleted != m.Flows || m.SimTimeNs < m.CompletionNs || m.SimTimeNs >= c.stopNs {
+			t.Errorf("--stop %q: mrc %+v, want done before the limit", c.stop, m)
+		}
+		left := roce.Flows - roce.FlowsCompleted - roce.FlowsFailed
+		if roce.StoppedBy != "duration" || roce.SimTimeNs != c.stopNs || left == 0 {
+			t.Errorf("--stop %q: roce-pfc %+v, want stopped by the duration at %d ns with flows unfinished", c.stop, roce, c.stopNs)
+		}
+		limit := c.limit
+		if !regexp.MustCompile(`(?m)^stopped by +last flow +` + limit + ` limit$`).MatchString(table) {
+			t.Errorf("--stop %q: no stopped-by row saying %q:\n%s", c.stop, limit, table)
+		}
+		if !regexp.MustCompile(`(?m)^simulated / wall time +\S+ µs / \S+ s +` + limit + ` / `).MatchString(table) {
+			t.Errorf("--stop %q: simulated time is not the limit:\n%s", c.stop, table)
+		}
+		note := fmt.Sprintf("roce-pfc hit the %s duration limit with %d of %d flows unfinished", limit, left, roce.Flows)
+		if !strings.Contains(table, note) {
+			t.Errorf("--stop %q: no note %q:\n%s", c.stop, note, table)
+		}
+	}
+
+	// The example as shipped runs long enough (and routing reconverges
+	// soon enough) for RoCE to recover and finish.
+	stdout, stderr, code := runMRC(t, "sim", filepath.Join("..", "..", "examples", "leaf-spine-failures.yaml"), "--transports", "roce-pfc", "--json", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var ex struct{ Results []res }
+	if err := json.Unmarshal([]byte(stdout), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if x := ex.Results[0]; x.StoppedBy != "done" || x.FlowsCompleted != x.Flows {
+		t.Errorf("examples/leaf-spine-failures.yaml: roce-pfc %+v, want it to recover and finish", x)
+	}
+	if strings.Contains(stderr, "stopped by") {
+		t.Errorf("a run whose flows are all done has a stopped-by row:\n%s", stderr)
+	}
+}
+
+// TestSimJSONSchema: the JSON has exactly the keys docs/results.md
+// documents, each always present. The keys come from the document: its
+// example, checked key by key at every level against a real run (every
+// element of every array, both ways), and the tables' first columns,
+// checked against the top level and each result (both ways).
+func TestSimJSONSchema(t *testing.T) {
+	doc := string(mustRead(t, filepath.Join("..", "..", "docs", "results.md")))
+	example, ok := between(doc, "```json\n", "```")
+	if !ok {
+		t.Fatal("docs/results.md has no JSON example")
+	}
+	var want any
+	if err := json.Unmarshal([]byte(example), &want); err != nil {
+		t.Fatalf("docs/results.md's example is not JSON: %v", err)
+	}
+	causes := docKeys(t, tableRow(t, doc, "`drops`"))
+
+	// A run with every part filled: failures, a tagged and untagged
+	// flows, per-flow results.
+	scen := filepath.Join(t.TempDir(), "s.yaml")
+	body := "topology: {hosts: 16, planes: 2, t0_down: 4, t0_up: 2}\ntransports: [mrc, roce-pfc]\n" +
+		"workload: {kind: incast, senders: 4, size: 64KiB, victim: {src: 8, dst: 1}}\n" +
+		"failures:\n  - {kind: link_down, element: random:t0-t1, at: 2us}\n"
+	if err := os.WriteFile(scen, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runMRC(t, "sim", scen, "--flows", "--json", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	compareKeys(t, "", want, got, causes)
+
+	// The tables.
+	top, _ := got.(map[string]any)
+	results, _ := top["results"].([]any)
+	if len(results) == 0 {
+		t.Fatal("no results")
+	}
+	for _, tb := range []struct {
+		section string
+		obj     map[string]any
+	}{{"## Top level", top}, {"## Per transport", results[0].(map[string]any)}} {
+		text, ok := between(doc, tb.section, "\n## ")
+		if !ok {
+			t.Fatalf("docs/results.md has no section %q", tb.section)
+		}
+		documented := map[string]bool{}
+		for _, line := range strings.Split(text, "\n") {
+			if cols := strings.Split(line, "|"); len(cols) > 2 && strings.Contains(cols[1], "`") {
+				for _, k := range docKeys(t, cols[1]) {
+					documented[strings.TrimSuffix(k, "[]")] = true
+				}
+			}
+		}
+		for k := range documented {
+			if _, ok := tb.obj[k]; !ok {
+				t.Errorf("%s: docs/results.md documents %q, the JSON lacks it", tb.section, k)
+			}
+		}
+		for k := range tb.obj {
+			if !documented[k] {
+				t.Errorf("%s: the JSON has %q, docs/results.md's table does not document it", tb.section, k)
+			}
+		}
+	}
+}
+
+// compareKeys checks that got has the keys of want at every level:
+// objects have the same keys, and every element of an array of objects
+// has the keys of want's first element. drops is a map by cause: its
+// keys must be among causes.
+func compareKeys(t *testing.T, path string, want, got any, causes []string) {
+	t.Helper()
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			t.Errorf("%s: the document has an object, the JSON %T", path, got)
+			return
+		}
+		if strings.HasSuffix(path, ".drops") {
+			for k := range g {
+				if !slices.Contains(causes, k) {
+					t.Errorf("%s: drop cause %q is not documented (%q)", path, k, causes)
+				}
+			}
+			return
+		}
+		for k, v := range w {
+			gv, ok := g[k]
+			if !ok {
+				t.Errorf("%s: the JSON lacks %q, which docs/results.md's example has", path, k)
+				continue
+			}
+			compareKeys(t, path+"."+k, v, gv, causes)
+		}
+		for k := range g {
+			if _, ok := w[k]; !ok {
+				t.Errorf("%s: the JSON has %q, docs/results.md's example does not", path, k)
+			}
+		}
+	case []any:
+		if len(w) == 0 {
+			return
+		}
+		if _, isObj := w[0].(map[string]any); !isObj {
+			return
+		}
+		g, ok := got.([]any)
+		if !ok || len(g) == 0 {
+			t.Errorf("%s: the document has an array of objects, the JSON %v", path, got)
+			return
+		}
+		for i, e := range g {
+			compareKeys(t, fmt.Sprintf("%s[%d]", path, i), w[0], e, causes)
+		}
+	}
+}
+
+// between returns the text of s between the first from and the next to.
+func between(s, from, to string) (string, bool) {
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		return "", false
+	}
+	body, _, _ := strings.Cut(rest, to)
+	return body, true
+}
+
+// tableRow returns the line of a markdown table whose first cell is key.
+func tableRow(t *testing.T, doc, key string) string {
+	t.Helper()
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "| "+key+" |") {
+			return line
+		}
+	}
+	t.Fatalf("docs/results.md has no row %s", key)
+	return ""
+}
+
+// docKeys returns the `quoted` names of a piece of markdown.
+func docKeys(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestSimBundledHtsim: --tm htsim/NAME finds the htsim samples bundled
+// with mrc, as scenario files do, from any directory.
+func TestSimBundledHtsim(t *testing.T) {
+	stdout, stderr, code := runMRC(t, "sim", "--tm", "htsim/alltoall_serial_16n.cm", "--transports", "mrc", "--quiet")
+	if code != 0 || !strings.Contains(stdout, "mrc sim: alltoall_serial_16n") || !strings.Contains(stdout, "240/240") {
+		t.Errorf("--tm htsim/alltoall_serial_16n.cm: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if line := assertUsageError(t, "sim", "--tm", "htsim/nope.cm"); !strings.Contains(line, "htsim/nope.cm: no such file") {
+		t.Errorf("--tm htsim/nope.cm: %q", line)
+	}
+}
+
+// TestSimQuiet: --quiet prints the table and nothing else: no notes on
+// standard error, and not the scenario's notes under the table.
+func TestSimQuiet(t *testing.T) {
+	const note = "head-of-line blocking" // from the incast preset's notes
+	loud, _, code := runMRC(t, "sim", "--preset", "incast", "--transports", "mrc,roce-pfc", "--json", filepath.Join(t.TempDir(), "r.json"))
+	if code != 0 || !strings.Contains(loud, note) {
+		t.Fatalf("without --quiet: exit %d, no notes:\n%s", code, loud)
+	}
+	quiet, stderr, code := runMRC(t, "sim", "--preset", "incast", "--transports", "mrc,roce-pfc", "--json", filepath.Join(t.TempDir(), "r.json"), "--quiet")
+	if code != 0 || stderr != "" || strings.Contains(quiet, note) || !strings.Contains(quiet, "flows completed") {
+		t.Errorf("--quiet: exit %d, stderr %q, stdout:\n%s", code, stderr, quiet)
 	}
 }

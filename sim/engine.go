@@ -102,10 +102,13 @@ func (q *evHeap) pop() event {
 // encapsulated SACK or endpoint response is 140 bytes).
 const pktCap = 144
 
-// packet is a simulated packet: its headers and its length on the wire.
+// packet is a simulated packet: its headers, its length on the wire and
+// who sent it (for counting traffic into failures per QP).
 type packet struct {
 	n    uint16
-	wl   int32 // IP datagram length (payload included)
+	wl   int32  // IP datagram length (payload included)
+	src  int32  // the sending host
+	qpn  uint32 // the QP at src that sent it
 	data [pktCap]byte
 }
 

@@ -116,7 +116,10 @@ func (w *World) scheduleFailures() error {
 	}
 	for _, s := range w.shards {
 		s.failLast = make([]Time, len(w.fails))
+		s.failLastCtl = make([]Time, len(w.fails))
 		s.failHits = make([]uint64, len(w.fails))
+		s.failCtl = make([]uint64, len(w.fails))
+		s.qpLast = map[uint64]Time{}
 	}
 	// Schedule each action in the partitions it touches, and ECMP
 	// reconvergence after every change routing can see.

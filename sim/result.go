@@ -46,6 +46,7 @@ type Result struct {
 	PFCPauses    uint64            `json:"pfc_pauses"`    // lossless fabrics
 	QPErrors     uint64            `json:"qp_errors"`     // connections the transport failed
 	BypassNs     *int64            `json:"bypass_ns"`     // max over failures; null without failures
+	BypassQP     *BypassStats      `json:"bypass_qp_ns"`  // per-flow bypass times over every failure; null without failures
 	Failures     []FailureResult   `json:"failures"`      // one per failed element
 	PerPlane     []PlaneResult     `json:"per_plane"`     // by plane
 	Links        []LinkClass       `json:"link_utilisation"`
@@ -74,12 +75,34 @@ type FailureResult struct {
 	AtNs    int64  `json:"at_ns"`
 	UntilNs int64  `json:"until_ns"` // 0: never repaired
 	// BypassNs is the time from the failure until the element took its
-	// last data packet (0 if it took none): how long traffic kept being
-	// sent into it. Probes and control packets do not count.
-	BypassNs int64 `json:"bypass_ns"`
-	// DataPackets is how many data packets it took (dropped, or for a
-	// lossy link, carried at risk).
+	// last data packet (0 if it took none): how long data kept being
+	// sent into it. DataPackets is how many data packets it took
+	// (dropped, or for a lossy link, carried at risk).
+	BypassNs    int64  `json:"bypass_ns"`
 	DataPackets uint64 `json:"data_packets"`
+	// QPs is how many flows (QP pairs) sent data into it;
+	// QPBypassP50Ns and QPBypassP99Ns are the median and 99th
+	// percentile over them of the time from the failure until the
+	// flow's last data packet into it (BypassNs is their maximum).
+	QPs           int   `json:"qps"`
+	QPBypassP50Ns int64 `json:"qp_bypass_p50_ns"`
+	QPBypassP99Ns int64 `json:"qp_bypass_p99_ns"`
+	// ControlBypassNs and ControlPackets are the same for the QPs'
+	// control packets: ACKs, SACKs, NACKs, CNPs (RoCE's ACKs hashed onto
+	// a black hole, MRC's SACKs on a reverse path not yet moved). Probes
+	// count as neither: MRC probes a retired path on purpose.
+	ControlBypassNs int64  `json:"control_bypass_ns"`
+	ControlPackets  uint64 `json:"control_packets"`
+}
+
+// BypassStats summarises per-flow bypass times in nanoseconds
+// (nearest-rank percentiles; all 0 when no flow sent data into a
+// failure).
+type BypassStats struct {
+	QPs int   `json:"qps"` // (failure, flow) pairs with data into the failure
+	P50 int64 `json:"p50"`
+	P99 int64 `json:"p99"`
+	Max int64 `json:"max"`
 }
 
 // PlaneResult is one plane's traffic.
@@ -268,11 +291,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	}
 	if len(fcts) > 0 {
 		slices.Sort(fcts)
-		pct := func(p float64) int64 {
-			i := int(p*float64(len(fcts))+0.999999) - 1
-			return fcts[min(max(i, 0), len(fcts)-1)]
-		}
-		r.FCT = FCTStats{Min: fcts[0], P50: pct(0.5), P99: pct(0.99), Max: fcts[len(fcts)-1], Mean: sum / float64(len(fcts))}
+		r.FCT = FCTStats{Min: fcts[0], P50: percentile(fcts, 0.5), P99: percentile(fcts, 0.99), Max: fcts[len(fcts)-1], Mean: sum / float64(len(fcts))}
 	}
 	if r.FlowsCompleted > 0 && first < never {
 		r.CompletionNs = (last - first) / 1000
@@ -324,26 +343,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 		}
 	}
 
-	// Failures.
-	if len(w.fails) > 0 {
-		var worst int64
-		for i, f := range w.fails {
-			fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at / 1000, UntilNs: f.until / 1000}
-			var lastHit Time = -1
-			for _, s := range w.shards {
-				fr.DataPackets += s.failHits[i]
-				if s.failHits[i] > 0 {
-					lastHit = max(lastHit, s.failLast[i])
-				}
-			}
-			if lastHit >= f.at {
-				fr.BypassNs = (lastHit - f.at) / 1000
-			}
-			worst = max(worst, fr.BypassNs)
-			r.Failures = append(r.Failures, fr)
-		}
-		r.BypassNs = &worst
-	}
+	w.failureResults(r)
 
 	// Planes and link classes over the completion interval (the whole
 	// run when flows did not complete: their bytes were sent over it).
@@ -368,6 +368,69 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	}
 	r.Links = w.linkClasses(dur)
 	return r
+}
+
+// percentile returns the nearest-rank p-quantile of sorted, which is not
+// empty.
+func percentile(sorted []int64, p float64) int64 {
+	i := int(p*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// failureResults fills r's failures, bypass times and their per-flow
+// distribution.
+func (w *World) failureResults(r *Result) {
+	if len(w.fails) == 0 {
+		return
+	}
+	// Per (failure, flow): the flow's last data packet into it, over
+	// every partition.
+	last := map[uint64]Time{}
+	for _, s := range w.shards {
+		for k, t := range s.qpLast {
+			last[k] = max(last[k], t)
+		}
+	}
+	perFail := make([][]int64, len(w.fails))
+	for k, t := range last {
+		f := k >> 32
+		perFail[f] = append(perFail[f], (t-w.fails[f].at)/1000)
+	}
+	var worst int64
+	var all []int64
+	for i, f := range w.fails {
+		fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at / 1000, UntilNs: f.until / 1000}
+		var lastData, lastCtl Time = -1, -1
+		for _, s := range w.shards {
+			fr.DataPackets += s.failHits[i]
+			fr.ControlPackets += s.failCtl[i]
+			if s.failHits[i] > 0 {
+				lastData = max(lastData, s.failLast[i])
+			}
+			if s.failCtl[i] > 0 {
+				lastCtl = max(lastCtl, s.failLastCtl[i])
+			}
+		}
+		if lastData >= f.at {
+			fr.BypassNs = (lastData - f.at) / 1000
+		}
+		if lastCtl >= f.at {
+			fr.ControlBypassNs = (lastCtl - f.at) / 1000
+		}
+		if qs := perFail[i]; len(qs) > 0 {
+			slices.Sort(qs)
+			fr.QPs, fr.QPBypassP50Ns, fr.QPBypassP99Ns = len(qs), percentile(qs, 0.5), percentile(qs, 0.99)
+			all = append(all, qs...)
+		}
+		worst = max(worst, fr.BypassNs)
+		r.Failures = append(r.Failures, fr)
+	}
+	r.BypassNs = &worst
+	r.BypassQP = &BypassStats{}
+	if len(all) > 0 {
+		slices.Sort(all)
+		*r.BypassQP = BypassStats{QPs: len(all), P50: percentile(all, 0.5), P99: percentile(all, 0.99), Max: all[len(all)-1]}
+	}
 }
 
 func (w *World) linkClasses(dur float64) []LinkClass {

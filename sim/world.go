@@ -31,6 +31,8 @@ type World struct {
 	hosts []hostState
 	sws   []swState
 	flows []flowState
+	// qpFlow maps both QPs of each flow (qpKey(host, qpn)) to the flow.
+	qpFlow map[uint64]int32
 
 	trig      []trigState
 	trigFlows [][]int32 // flows started by each trigger
@@ -381,6 +383,7 @@ func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
 func (w *World) setupFlows() error {
 	t, flows := w.t, w.wl.Flows
 	w.flows = make([]flowState, len(flows))
+	w.qpFlow = make(map[uint64]int32, 2*len(flows))
 	w.trigIndex = map[int]int32{}
 	for i, tr := range w.wl.Triggers {
 		w.trigIndex[tr.ID] = int32(i)
@@ -399,6 +402,8 @@ func (w *World) setupFlows() error {
 		if fs.dstQP, err = dst.Open(0, ConnSpec{Peer: f.Src, Index: i, PathsPerPlane: pps}); err != nil {
 			return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Dst, err)
 		}
+		w.qpFlow[qpKey(int32(f.Src), fs.srcQP)] = int32(i)
+		w.qpFlow[qpKey(int32(f.Dst), fs.dstQP)] = int32(i)
 		srv6 := w.cfg.Transport.Fabric == vswitch.ModeSRv6
 		peerOf := func(h int, qpn uint32, from int) Peer {
 			p := Peer{QPN: qpn, Addrs: make([]netip.Addr, t.Planes)}

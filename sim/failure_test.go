@@ -1,0 +1,124 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc/sim/topo"
+	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/wire"
+)
+
+// tally counts the packets a tapped element received from a time on, by
+// traffic class, and when the last of each class arrived.
+type tally struct {
+	from       Time
+	n          [3]uint64
+	last       [3]Time
+	lastByFlow map[string]Time // data packets, by destination address and QP
+}
+
+func (ty *tally) capture(c *Captured) {
+	if c.Out || c.Time < ty.from {
+		return
+	}
+	k := trafficClass(c.Data)
+	ty.n[k]++
+	ty.last[k] = max(ty.last[k], c.Time)
+	if k == classData {
+		ty.lastByFlow[flowKey(c.Data)] = c.Time
+	}
+}
+
+// TestBlackholeTraffic checks, for every transport, that everything a
+// blackholed switch swallows counts as traffic into the failure: its
+// data packets and its QPs' control packets (RoCE's ACKs, which ECMP may
+// hash onto the dead switch while the data goes elsewhere), each with
+// its bypass time, and the per-flow bypass times. The counts are checked
+// against a capture at the switch itself.
+func TestBlackholeTraffic(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 2, T0Down: 8, T0Up: 4})
+	const at = 10 * time.Microsecond
+	for _, tr := range []Transport{MRC(), Oblivious(), RoCE(true), RoCE(false)} {
+		ty := &tally{from: at.Nanoseconds() * 1000, lastByFlow: map[string]Time{}}
+		r := run(t, Config{Topology: tp, Workload: smallPerm(t, 32, 1<<20), Transport: tr, Seed: 2, StopAt: 20 * time.Millisecond,
+			Taps: []string{"t1-p0-1"}, Capture: ty.capture,
+			Failures: []Failure{{Kind: SwitchBlackhole, Element: "t1-p0-1", At: at}}})
+		f := r.Failures[0]
+		t.Logf("%s: %+v, drops %v", tr.Name, f, r.Drops)
+		if f.DataPackets != ty.n[classData] || f.ControlPackets != ty.n[classControl] {
+			t.Errorf("%s: %d data and %d control packets into the black hole, the switch received %d and %d",
+				tr.Name, f.DataPackets, f.ControlPackets, ty.n[classData], ty.n[classControl])
+		}
+		if got := ty.n[classData] + ty.n[classControl] + ty.n[classOther]; got != r.Drops["blackhole"] {
+			t.Errorf("%s: the switch received %d packets after the failure, dropped %d", tr.Name, got, r.Drops["blackhole"])
+		}
+		if ty.n[classControl] == 0 {
+			t.Errorf("%s: no control packet crossed the black hole: the test does not exercise it", tr.Name)
+		}
+		bypass := func(last Time) int64 {
+			if last == 0 {
+				return 0
+			}
+			return (last - ty.from) / 1000
+		}
+		if f.BypassNs != bypass(ty.last[classData]) || f.ControlBypassNs != bypass(ty.last[classControl]) {
+			t.Errorf("%s: bypass %d ns (data), %d ns (control); the switch saw the last at %d and %d ns",
+				tr.Name, f.BypassNs, f.ControlBypassNs, bypass(ty.last[classData]), bypass(ty.last[classControl]))
+		}
+		var perFlow []int64
+		for _, l := range ty.lastByFlow {
+			perFlow = append(perFlow, bypass(l))
+		}
+		slices.Sort(perFlow)
+		want := BypassStats{}
+		if len(perFlow) > 0 {
+			want = BypassStats{QPs: len(perFlow), P50: percentile(perFlow, 0.5), P99: percentile(perFlow, 0.99), Max: perFlow[len(perFlow)-1]}
+		}
+		if *r.BypassQP != want || f.QPs != want.QPs || f.QPBypassP50Ns != want.P50 || f.QPBypassP99Ns != want.P99 {
+			t.Errorf("%s: per-flow bypass %+v (failure: %d QPs, p50 %d, p99 %d), the capture says %+v",
+				tr.Name, *r.BypassQP, f.QPs, f.QPBypassP50Ns, f.QPBypassP99Ns, want)
+		}
+	}
+}
+
+// TestPerFlowBypass checks the per-flow bypass distribution of link
+// failures against a capture at the failed links' far ends: the flows
+// that sent data into them, and when each sent its last.
+func TestPerFlowBypass(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 2, T0Down: 8, T0Up: 4})
+	wl, err := workload.AllToAll(32, 64<<10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 5,
+		Failures: []Failure{{Kind: LinkDown, Element: "random:t0-t1", Count: 3, At: 5 * time.Microsecond}}})
+	checkComplete(t, r, wl)
+	var sum int
+	for _, f := range r.Failures {
+		if f.DataPackets > 0 && (f.QPs == 0 || f.QPBypassP50Ns > f.QPBypassP99Ns || f.QPBypassP99Ns > f.BypassNs) {
+			t.Errorf("%+v: per-flow bypass out of order", f)
+		}
+		if uint64(f.QPs) > f.DataPackets {
+			t.Errorf("%+v: more flows than data packets", f)
+		}
+		sum += f.QPs
+	}
+	b := r.BypassQP
+	if b == nil || b.QPs != sum || sum == 0 || b.Max != *r.BypassNs || b.P50 > b.P99 || b.P99 > b.Max {
+		t.Errorf("bypass_qp_ns %+v over %d (failure, flow) pairs, worst bypass %d", b, sum, *r.BypassNs)
+	}
+	t.Logf("per-flow bypass %+v, worst %d ns", *b, *r.BypassNs)
+}
+
+// flowKey names the flow of data packet pkt: the addresses of its
+// innermost IPv6 header (the one before UDP) and its destination QP.
+func flowKey(pkt []byte) string {
+	ip := 0
+	for pkt[ip+6] == wire.ProtoIPv6 {
+		ip += wire.IPv6Len
+	}
+	return fmt.Sprint(pkt[ip+8:ip+40], destQP(pkt))
+}

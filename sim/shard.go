@@ -319,6 +319,10 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	s.send(dl, uint32(d.Handle), s.now+ser+w.lk[dl].delay)
 }
 
+// txDone restarts the sender of link dl when its serialiser frees. A
+// switch port may have started another packet since the event was
+// scheduled (one enqueued at the very instant it freed): swKick then
+// waits for that one to finish rather than send two at once.
 func (s *shard) txDone(dl int32) {
 	w := s.w
 	w.tx[dl].pending = false
@@ -328,7 +332,7 @@ func (s *shard) txDone(dl int32) {
 		s.afterHost(info.from)
 		return
 	}
-	s.swStart(info.from-hosts, int(info.fromPort), dl)
+	s.swKick(info.from-hosts, int(info.fromPort), dl)
 }
 
 // pfc sends a PFC frame from switch si's port in to the sender of the link

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/vswitch"
+	"github.com/openmrc/mrc/wire"
 )
 
 // Result is what a run produced: a Go value that marshals to the JSON the
@@ -163,16 +164,23 @@ func (r *Result) WriteJSON(out io.Writer) error {
 	return e.Encode(r)
 }
 
-// sampler records the goodput series at window ends.
+// sampler records the goodput series at window ends. A packet's payload
+// reaches its host over the packet's serialisation on the last link, not
+// at the instant its last bit lands, so a sample counts the bytes that
+// arrived during its interval: those of completed packets, plus the share
+// already received of the packet each host link is delivering. Without
+// the share, a short interval could count a whole packet that was mostly
+// received in the interval before, and show more than the links carry.
 type sampler struct {
-	w        *World
-	every    Time
-	next     Time
-	last     Time
-	lastRx   []uint64 // by plane
-	lastFlow []uint64
-	flows    []int32
-	s        Series
+	w      *World
+	every  Time
+	next   Time
+	last   Time
+	rxMark []float64 // by plane: the payload counted so far
+	flMark []float64 // by series flow
+	flows  []int32
+	inDL   [][]int32 // by plane: the directed links into hosts
+	s      Series
 }
 
 func (w *World) newSampler() *sampler {
@@ -180,14 +188,20 @@ func (w *World) newSampler() *sampler {
 	if every == 0 {
 		every = max(w.idealPs()/100, 1_000_000)
 	}
-	sm := &sampler{w: w, every: every, next: every, lastRx: make([]uint64, w.t.Planes)}
+	t := w.t
+	sm := &sampler{w: w, every: every, next: every, rxMark: make([]float64, t.Planes), inDL: make([][]int32, t.Planes)}
+	for h := range t.Hosts {
+		for p := range t.Planes {
+			sm.inDL[p] = append(sm.inDL[p], w.hostOut(int32(h), p)^1)
+		}
+	}
 	n := min(max(w.cfg.SeriesFlows, 0), len(w.flows))
 	for i := range n {
 		sm.flows = append(sm.flows, int32(i))
 		sm.s.FlowIDs = append(sm.s.FlowIDs, w.wl.Flows[i].ID)
 	}
-	sm.lastFlow = make([]uint64, n)
-	sm.s.PlaneGbps = make([][]float64, w.t.Planes)
+	sm.flMark = make([]float64, n)
+	sm.s.PlaneGbps = make([][]float64, t.Planes)
 	sm.s.FlowGbps = make([][]float64, n)
 	return sm
 }
@@ -205,30 +219,68 @@ func (sm *sampler) final(now Time) {
 	}
 }
 
+// arriving returns the packet directed link dl is delivering at now (the
+// head of its pipe, if its serialisation has begun and the link is up),
+// and the share of its payload already received.
+func (w *World) arriving(dl int32, now Time) (*packet, float64) {
+	r := &w.rx[dl]
+	if r.head == nilPkt || !r.up {
+		return nil, 0
+	}
+	h := r.head
+	c := w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]
+	p := &c.pkts[h&(chunkSize-1)]
+	payload := p.wl - int32(p.n) - wire.ICRCLen
+	ser := vswitch.SerializationPs(int(p.wl)+w.overhead, w.lk[dl].rate)
+	start := c.at[h&(chunkSize-1)] - ser
+	if payload <= 0 || ser <= 0 || now <= start {
+		return nil, 0
+	}
+	return p, float64(payload) * min(float64(now-start)/float64(ser), 1)
+}
+
+// advance returns how much of the payload counted up to now is new since
+// the mark, and moves the mark. A partly received packet that is then
+// lost (a link failing under it) makes the count go back; the mark stays
+// put, so no sample counts more than arrived in its interval.
+func advance(mark *float64, now float64) float64 {
+	d := max(now-*mark, 0)
+	*mark = max(*mark, now)
+	return d
+}
+
 func (sm *sampler) take(now Time) {
 	w := sm.w
 	dt := float64(now - sm.last) // ps
 	if dt <= 0 {
 		return
 	}
-	gbps := func(bytes uint64) float64 { return float64(bytes) * 8 / dt * 1000 } // bytes per ps → Gb/s
-	var total uint64
+	gbps := func(bytes float64) float64 { return bytes * 8 / dt * 1000 } // bytes per ps → Gb/s
+	var total float64
 	for p := range w.t.Planes {
-		var rx uint64
+		var rx float64
 		for _, s := range w.shards {
-			rx += s.planeRx[p]
+			rx += float64(s.planeRx[p])
 		}
-		d := rx - sm.lastRx[p]
-		sm.lastRx[p] = rx
+		for _, dl := range sm.inDL[p] {
+			_, part := w.arriving(dl, now)
+			rx += part
+		}
+		d := advance(&sm.rxMark[p], rx)
 		total += d
 		sm.s.PlaneGbps[p] = append(sm.s.PlaneGbps[p], gbps(d))
 	}
 	sm.s.TotalGbps = append(sm.s.TotalGbps, gbps(total))
 	for i, f := range sm.flows {
 		fl := &w.wl.Flows[f]
-		got := w.hosts[fl.Dst].nic.Delivered(w.flows[f].dstQP)
-		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(got-sm.lastFlow[i]))
-		sm.lastFlow[i] = got
+		fs := &w.flows[f]
+		got := float64(w.hosts[fl.Dst].nic.Delivered(fs.dstQP))
+		for p := range w.t.Planes {
+			if pk, part := w.arriving(sm.inDL[p][fl.Dst], now); pk != nil && pk.src == int32(fl.Src) && pk.qpn == fs.srcQP {
+				got += part
+			}
+		}
+		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(advance(&sm.flMark[i], got)))
 	}
 	sm.s.TimesNs = append(sm.s.TimesNs, now/1000)
 	sm.last = now

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openmrc/mrc/report"
 )
@@ -50,5 +51,23 @@ func TestBlackholePresetRoCE(t *testing.T) {
 	row := regexp.MustCompile(`(?m)^ACK pkts into failures +(.*)$`).FindStringSubmatch(b.String())
 	if row == nil || !strings.HasSuffix(strings.TrimSpace(row[1]), report.Count(f.ControlPackets)) || f.ControlPackets == 0 {
 		t.Errorf("the table's ACK row %q, want roce-pfc's %d ACKs:\n%s", row, f.ControlPackets, b.String())
+	}
+}
+
+// TestLocalRepairOption checks that sim.local_repair reaches the
+// simulator's configuration.
+func TestLocalRepairOption(t *testing.T) {
+	s, err := parse(t, small+"sim: {local_repair: 300us}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Runs {
+		if c.LocalRepair != 300*time.Microsecond {
+			t.Errorf("%s: local repair %v, want 300µs", c.Transport.Name, c.LocalRepair)
+		}
 	}
 }

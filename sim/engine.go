@@ -15,13 +15,14 @@ const never Time = 1<<63 - 1
 type evKind uint8
 
 const (
-	evArrive     evKind = iota + 1 // the head of a link's pipe reaches the far node
-	evTxDone                       // a port finished serialising a packet
-	evTimer                        // a host's transport deadline
-	evFlowStart                    // a flow starts
-	evAction                       // a scheduled failure action
-	evReconverge                   // ECMP routing reconverges
-	evPFC                          // a PFC pause/resume frame reaches a sender
+	evArrive      evKind = iota + 1 // the head of a link's pipe reaches the far node
+	evTxDone                        // a port finished serialising a packet
+	evTimer                         // a host's transport deadline
+	evFlowStart                     // a flow starts
+	evAction                        // a scheduled failure action
+	evReconverge                    // ECMP routing reconverges
+	evPFC                           // a PFC pause/resume frame reaches a sender
+	evLocalRepair                   // an ECMP switch reroutes around its own link
 )
 
 // event is one scheduled happening. arg packs the kind (top 8 bits), a

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +122,55 @@ func flowKey(pkt []byte) string {
 		ip += wire.IPv6Len
 	}
 	return fmt.Sprint(pkt[ip+8:ip+40], destQP(pkt))
+}
+
+// TestLocalRepair checks that an ECMP switch stops using its own dead
+// link after the local-repair delay, long before the fabric reconverges:
+// a T0 whose uplink fails rehashes its flows onto its other uplinks. The
+// T1 at the other end has no other way down to that T0, so the remote
+// T0s' traffic through it goes on into the dead link until
+// reconvergence.
+func TestLocalRepair(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	const at, repair, reconv = 20 * time.Microsecond, 100 * time.Microsecond, 600 * time.Microsecond
+	for _, tr := range []Transport{SinglePath(), RoCE(true)} {
+		// Flows from under t0-0 only: every packet towards the dead link
+		// comes from t0-0, which repairs locally.
+		var fs []workload.Flow
+		for src := range 4 {
+			for d := range 3 {
+				fs = append(fs, workload.Flow{Src: src, Dst: 4 + 4*d + src, Size: 1 << 20})
+			}
+		}
+		wl := flows(fs...)
+		cfg := Config{Topology: tp, Workload: wl, Transport: tr, Seed: 3, Reconvergence: reconv, LocalRepair: repair,
+			Failures: []Failure{{Kind: LinkDown, Element: "t0-0/t1-1", At: at}}}
+		r := run(t, cfg)
+		checkComplete(t, r, wl)
+		f := r.Failures[0]
+		t.Logf("%s: %+v, completion %d ns", tr.Name, f, r.CompletionNs)
+		if f.DataPackets == 0 {
+			t.Fatalf("%s: no data went into the dead link: the test does not exercise repair", tr.Name)
+		}
+		if f.BypassNs > repair.Nanoseconds() || f.BypassNs < repair.Nanoseconds()/2 {
+			t.Errorf("%s: bypass %d ns, want just under the %v local repair", tr.Name, f.BypassNs, repair)
+		}
+
+		// Towards t0-0 the T1 has no other port: it waits for the fabric.
+		for i := range fs {
+			fs[i].Src, fs[i].Dst = fs[i].Dst, fs[i].Src
+		}
+		r = run(t, Config{Topology: tp, Workload: flows(fs...), Transport: tr, Seed: 3, Reconvergence: reconv, LocalRepair: repair,
+			Failures: cfg.Failures})
+		f = r.Failures[0]
+		if f.DataPackets == 0 || f.BypassNs <= repair.Nanoseconds() || f.BypassNs > reconv.Nanoseconds() {
+			t.Errorf("%s, towards t0-0: bypass %d ns (%d data packets), want between the %v local repair and the %v reconvergence",
+				tr.Name, f.BypassNs, f.DataPackets, repair, reconv)
+		}
+	}
+	tp2 := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	if _, err := New(Config{Topology: tp2, Workload: smallPerm(t, 16, 1000), Transport: RoCE(true), Reconvergence: time.Millisecond,
+		LocalRepair: 2 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "local_repair") {
+		t.Errorf("local repair longer than reconvergence: %v", err)
+	}
 }

@@ -87,6 +87,8 @@ func (s *shard) run(end Time) {
 			s.applyAction(e.id())
 		case evReconverge:
 			s.reconverge()
+		case evLocalRepair:
+			s.localRepair(e.id())
 		case evPFC:
 			s.pfcArrive(e.id(), e.aux())
 		}

@@ -352,15 +352,16 @@ func (w *World) installRoutes(plane int) error {
 		}
 		return err
 	}
-	return w.ecmpRoutes(plane, -1, func(int) bool { return true })
+	return w.ecmpRoutes(plane, func(int) bool { return true }, func(int) bool { return true }, -1)
 }
 
 // ecmpRoutes rebuilds the ECMP tables of plane's switches (-1: all) that
-// partition shard owns (-1: all).
-func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
+// pick selects, over the links up says are up; with repairedAt >= 0, each
+// switch leaves out its own ports whose link was down then (localRepair).
+func (w *World) ecmpRoutes(plane int, pick func(sw int) bool, up func(link int) bool, repairedAt Time) error {
 	var err error
 	mine := func(i int) bool {
-		return (plane < 0 || w.t.Switches[i].Plane == plane) && (shard < 0 || int(w.sws[i].shard) == shard)
+		return (plane < 0 || w.t.Switches[i].Plane == plane) && pick(i)
 	}
 	for i := range w.sws {
 		if mine(i) {
@@ -371,7 +372,11 @@ func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
 		if len(r.Ports) == 0 || !mine(sw) {
 			return
 		}
-		if e := w.sws[sw].vs.AddRoute(r.Prefix, r.Bits, r.Ports...); e != nil && err == nil {
+		ports := r.Ports
+		if repairedAt >= 0 {
+			ports = w.repairedPorts(sw, ports, repairedAt)
+		}
+		if e := w.sws[sw].vs.AddRoute(r.Prefix, r.Bits, ports...); e != nil && err == nil {
 			err = e
 		}
 	})

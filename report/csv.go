@@ -52,24 +52,24 @@ func (r *Report) WriteCSV(dir string) ([]string, error) {
 	err := write("summary.csv", []string{"transport", "flows", "flows_completed", "flows_failed", "bytes_sent", "bytes_delivered",
 		"fct_min_ns", "fct_p50_ns", "fct_p99_ns", "fct_max_ns", "fct_mean_ns", "completion_ns", "ideal_ns", "goodput_fraction_of_ideal",
 		"retransmits", "trims", "trim_nacks", "loss_timeouts", "ecn_marks", "drops", "pfc_pauses", "qp_errors", "bypass_ns",
-		"bypass_qp_p50_ns", "bypass_qp_p99_ns", "control_bypass_ns", "failed_control_packets",
+		"bypass_qp_p50_ns", "bypass_qp_p99_ns", "bypass_qp_react_p50_ns", "bypass_qp_react_p99_ns", "control_bypass_ns", "failed_control_packets",
 		"failed_data_packets", "events", "sim_time_ns", "wall_s", "interrupted"}, func(add func(...any)) {
 		for _, x := range res {
 			var drops uint64
 			for _, n := range x.Drops {
 				drops += n
 			}
-			var bypass, qp50, qp99, ctl any = "", "", "", ""
+			var bypass, qp50, qp99, re50, re99, ctl any = "", "", "", "", "", ""
 			if x.BypassNs != nil {
 				bypass, ctl = *x.BypassNs, controlBypass(&x)
 			}
-			if x.BypassQP != nil {
-				qp50, qp99 = x.BypassQP.P50, x.BypassQP.P99
+			if b := x.BypassQP; b != nil {
+				qp50, qp99, re50, re99 = b.P50, b.P99, b.ReactP50, b.ReactP99
 			}
 			add(x.Transport, x.Flows, x.FlowsCompleted, x.FlowsFailed, x.BytesSent, x.BytesDelivered,
 				x.FCT.Min, x.FCT.P50, x.FCT.P99, x.FCT.Max, x.FCT.Mean, x.CompletionNs, x.IdealNs, x.GoodputFractionOfIdeal,
 				x.Retransmits, x.Trims, x.TrimNACKs, x.LossTimeouts, x.ECNMarks, drops, x.PFCPauses, x.QPErrors, bypass,
-				qp50, qp99, ctl, controlPackets(&x),
+				qp50, qp99, re50, re99, ctl, controlPackets(&x),
 				x.FailedDataPackets, x.Events, x.SimTimeNs, x.WallS, x.Interrupted)
 		}
 	})

@@ -113,6 +113,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return "—"
 		})
+		add("QP reaction p50 / p99", func(x *Result) string {
+			if b := x.BypassQP; b != nil && b.QPs > 0 {
+				return Duration(b.ReactP50) + " / " + Duration(b.ReactP99)
+			}
+			return "—"
+		})
 		add("data pkts into failures", func(x *Result) string { return Count(x.FailedDataPackets) })
 		add("ACK bypass time", func(x *Result) string {
 			if controlPackets(x) == 0 {

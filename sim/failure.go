@@ -119,6 +119,7 @@ func (w *World) scheduleFailures() error {
 		s.failLastCtl = make([]Time, len(w.fails))
 		s.failHits = make([]uint64, len(w.fails))
 		s.failCtl = make([]uint64, len(w.fails))
+		s.qpFirst = map[uint64]Time{}
 		s.qpLast = map[uint64]Time{}
 	}
 	// Schedule each action in the partitions it touches, and, after

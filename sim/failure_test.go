@@ -15,10 +15,11 @@ import (
 // tally counts the packets a tapped element received from a time on, by
 // traffic class, and when the last of each class arrived.
 type tally struct {
-	from       Time
-	n          [3]uint64
-	last       [3]Time
-	lastByFlow map[string]Time // data packets, by destination address and QP
+	from        Time
+	n           [3]uint64
+	last        [3]Time
+	firstByFlow map[string]Time // data packets, by flowKey
+	lastByFlow  map[string]Time
 }
 
 func (ty *tally) capture(c *Captured) {
@@ -29,7 +30,11 @@ func (ty *tally) capture(c *Captured) {
 	ty.n[k]++
 	ty.last[k] = max(ty.last[k], c.Time)
 	if k == classData {
-		ty.lastByFlow[flowKey(c.Data)] = c.Time
+		k := flowKey(c.Data)
+		if _, ok := ty.firstByFlow[k]; !ok {
+			ty.firstByFlow[k] = c.Time
+		}
+		ty.lastByFlow[k] = c.Time
 	}
 }
 
@@ -43,7 +48,7 @@ func TestBlackholeTraffic(t *testing.T) {
 	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 2, T0Down: 8, T0Up: 4})
 	const at = 10 * time.Microsecond
 	for _, tr := range []Transport{MRC(), Oblivious(), RoCE(true), RoCE(false)} {
-		ty := &tally{from: at.Nanoseconds() * 1000, lastByFlow: map[string]Time{}}
+		ty := &tally{from: at.Nanoseconds() * 1000, firstByFlow: map[string]Time{}, lastByFlow: map[string]Time{}}
 		r := run(t, Config{Topology: tp, Workload: smallPerm(t, 32, 1<<20), Transport: tr, Seed: 2, StopAt: 20 * time.Millisecond,
 			Taps: []string{"t1-p0-1"}, Capture: ty.capture,
 			Failures: []Failure{{Kind: SwitchBlackhole, Element: "t1-p0-1", At: at}}})
@@ -69,14 +74,17 @@ func TestBlackholeTraffic(t *testing.T) {
 			t.Errorf("%s: bypass %d ns (data), %d ns (control); the switch saw the last at %d and %d ns",
 				tr.Name, f.BypassNs, f.ControlBypassNs, bypass(ty.last[classData]), bypass(ty.last[classControl]))
 		}
-		var perFlow []int64
-		for _, l := range ty.lastByFlow {
+		var perFlow, react []int64
+		for k, l := range ty.lastByFlow {
 			perFlow = append(perFlow, bypass(l))
+			react = append(react, (l-ty.firstByFlow[k])/1000)
 		}
 		slices.Sort(perFlow)
+		slices.Sort(react)
 		want := BypassStats{}
-		if len(perFlow) > 0 {
-			want = BypassStats{QPs: len(perFlow), P50: percentile(perFlow, 0.5), P99: percentile(perFlow, 0.99), Max: perFlow[len(perFlow)-1]}
+		if n := len(perFlow); n > 0 {
+			want = BypassStats{QPs: n, P50: percentile(perFlow, 0.5), P99: percentile(perFlow, 0.99), Max: perFlow[n-1],
+				ReactP50: percentile(react, 0.5), ReactP99: percentile(react, 0.99), ReactMax: react[n-1]}
 		}
 		if *r.BypassQP != want || f.QPs != want.QPs || f.QPBypassP50Ns != want.P50 || f.QPBypassP99Ns != want.P99 {
 			t.Errorf("%s: per-flow bypass %+v (failure: %d QPs, p50 %d, p99 %d), the capture says %+v",
@@ -108,7 +116,8 @@ func TestPerFlowBypass(t *testing.T) {
 		sum += f.QPs
 	}
 	b := r.BypassQP
-	if b == nil || b.QPs != sum || sum == 0 || b.Max != *r.BypassNs || b.P50 > b.P99 || b.P99 > b.Max {
+	if b == nil || b.QPs != sum || sum == 0 || b.Max != *r.BypassNs || b.P50 > b.P99 || b.P99 > b.Max ||
+		b.ReactP50 > b.ReactP99 || b.ReactP99 > b.ReactMax || b.ReactMax > b.Max || b.ReactP50 > b.P50 {
 		t.Errorf("bypass_qp_ns %+v over %d (failure, flow) pairs, worst bypass %d", b, sum, *r.BypassNs)
 	}
 	t.Logf("per-flow bypass %+v, worst %d ns", *b, *r.BypassNs)

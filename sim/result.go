@@ -100,10 +100,19 @@ type FailureResult struct {
 // (nearest-rank percentiles; all 0 when no flow sent data into a
 // failure).
 type BypassStats struct {
-	QPs int   `json:"qps"` // (failure, flow) pairs with data into the failure
+	QPs int `json:"qps"` // (failure, flow) pairs with data into the failure
+	// P50, P99 and Max are over the time from the failure until the
+	// flow's last data packet into the element.
 	P50 int64 `json:"p50"`
 	P99 int64 `json:"p99"`
 	Max int64 `json:"max"`
+	// ReactP50, ReactP99 and ReactMax are over the time from the flow's
+	// first data packet into the element until its last: how long the
+	// flow went on using the failed element once it had met it. The
+	// rest of its bypass time is how long it took to meet it at all.
+	ReactP50 int64 `json:"react_p50"`
+	ReactP99 int64 `json:"react_p99"`
+	ReactMax int64 `json:"react_max"`
 }
 
 // PlaneResult is one plane's traffic.
@@ -435,18 +444,25 @@ func (w *World) failureResults(r *Result) {
 	if len(w.fails) == 0 {
 		return
 	}
-	// Per (failure, flow): the flow's last data packet into it, over
-	// every partition.
-	last := map[uint64]Time{}
+	// Per (failure, flow): the flow's first and last data packets into
+	// it, over every partition.
+	first, last := map[uint64]Time{}, map[uint64]Time{}
 	for _, s := range w.shards {
 		for k, t := range s.qpLast {
 			last[k] = max(last[k], t)
 		}
+		for k, t := range s.qpFirst {
+			if f, ok := first[k]; !ok || t < f {
+				first[k] = t
+			}
+		}
 	}
 	perFail := make([][]int64, len(w.fails))
+	var reacts []int64
 	for k, t := range last {
 		f := k >> 32
 		perFail[f] = append(perFail[f], (t-w.fails[f].at)/1000)
+		reacts = append(reacts, (t-first[k])/1000)
 	}
 	var worst int64
 	var all []int64
@@ -481,7 +497,9 @@ func (w *World) failureResults(r *Result) {
 	r.BypassQP = &BypassStats{}
 	if len(all) > 0 {
 		slices.Sort(all)
-		*r.BypassQP = BypassStats{QPs: len(all), P50: percentile(all, 0.5), P99: percentile(all, 0.99), Max: all[len(all)-1]}
+		slices.Sort(reacts)
+		*r.BypassQP = BypassStats{QPs: len(all), P50: percentile(all, 0.5), P99: percentile(all, 0.99), Max: all[len(all)-1],
+			ReactP50: percentile(reacts, 0.5), ReactP99: percentile(reacts, 0.99), ReactMax: reacts[len(reacts)-1]}
 	}
 }
 

@@ -36,11 +36,12 @@ type shard struct {
 	linkDrops [vswitch.NumDropCauses]uint64
 	// Per failure record: the data and control packets it took, and
 	// when it took the last of each; per (failure record, flow): when it
-	// took the flow's last data packet.
+	// took the flow's first and last data packets.
 	failHits    []uint64
 	failCtl     []uint64
 	failLast    []Time
 	failLastCtl []Time
+	qpFirst     map[uint64]Time
 	qpLast      map[uint64]Time
 	evTo        [4]uint64
 	qpErrors    uint64
@@ -222,7 +223,11 @@ func (s *shard) hit(f int32, p *packet) {
 		s.failHits[f]++
 		s.failLast[f] = s.now
 		if fl, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]; ok {
-			s.qpLast[uint64(f)<<32|uint64(fl)] = s.now
+			k := uint64(f)<<32 | uint64(fl)
+			if _, ok := s.qpFirst[k]; !ok {
+				s.qpFirst[k] = s.now
+			}
+			s.qpLast[k] = s.now
 		}
 	case classControl:
 		s.failCtl[f]++

@@ -71,3 +71,19 @@ func TestLocalRepairOption(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultNotes checks that the default scenario's note says what the
+// comparison leaves to RoCE's single-plane pinning, what local repair
+// does, and how the per-QP bypass relates to the worst case.
+func TestDefaultNotes(t *testing.T) {
+	s, err := LoadPreset(DefaultPreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pins each QP to one plane", "before the failures", "sim.local_repair", "reconverge",
+		"Per QP", "a few tens of microseconds", "reaction", "Left out"} {
+		if !strings.Contains(strings.Join(strings.Fields(s.Notes), " "), want) {
+			t.Errorf("the default notes do not say %q:\n%s", want, s.Notes)
+		}
+	}
+}

@@ -35,10 +35,9 @@ type Config struct {
 	// 1 s: BGP timescales). Traffic hashed onto a dead link meanwhile is
 	// lost. SRv6 fabrics have static routes and never reconverge.
 	Reconvergence time.Duration
-	// LocalRepair is how long an ECMP switch takes to stop using a link
-	// of its own that went down, and to use it again once it is up: it
-	// sees the change itself and recomputes its own routes, while the
-	// other switches wait for Reconvergence (default 5 ms, or
+	// LocalRepair is how long a link of an ECMP switch's own must stay
+	// down before the switch takes it out of its ECMP groups on its own,
+	// while the other switches wait for Reconvergence (default 5 ms, or
 	// Reconvergence if that is shorter: a link-down debounce and a
 	// next-hop-group update by the switch's software; docs/sim.md). At
 	// most Reconvergence.

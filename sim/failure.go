@@ -138,9 +138,15 @@ func (w *World) scheduleFailures() error {
 		if w.cfg.Transport.Fabric == vswitch.ModeSRv6 || a.op != aLinkDown && a.op != aLinkUp {
 			continue
 		}
+		// A link must stay down for the local-repair delay before its
+		// ends drop it; they see it back at once.
+		at := a.at
+		if a.op == aLinkDown {
+			at += Time(w.cfg.LocalRepair) * 1000
+		}
 		k := &t.Links[a.link]
 		for _, n := range []topo.NodeID{k.A, k.B} {
-			r := repair{a.at + Time(w.cfg.LocalRepair)*1000, int32(int(n) - t.Hosts)}
+			r := repair{at, int32(int(n) - t.Hosts)}
 			if !t.IsHost(n) && !repairs[r] {
 				repairs[r] = true
 				w.shards[w.sws[r.sw].shard].push(r.at, evLocalRepair, 0, r.sw)
@@ -394,7 +400,7 @@ func (s *shard) applyAction(ai int32) {
 
 // reconverge recomputes the ECMP routes of this partition's switches over
 // the links that were up one reconvergence delay ago, less each switch's
-// own links that it has seen go down (localRepair).
+// own links that it knows to be down (localRepair).
 func (s *shard) reconverge() {
 	w := s.w
 	plane := s.id / w.swGroups
@@ -402,21 +408,22 @@ func (s *shard) reconverge() {
 		plane = -1
 	}
 	mine := func(sw int) bool { return int(w.sws[sw].shard) == s.id }
-	if err := w.ecmpRoutes(plane, mine, w.routedLinks(s.now), s.now-Time(w.cfg.LocalRepair)*1000); err != nil {
+	if err := w.ecmpRoutes(plane, mine, w.routedLinks(s.now), s.now); err != nil {
 		s.err = err
 	}
 }
 
-// localRepair takes switch sw's own links that went down one local-repair
-// delay ago out of its ECMP groups, as a switch does on its own when it
-// loses a link: the routes stay those of the last reconvergence. A group
-// left with no port keeps its ports (the switch has no other way: traffic
-// goes on into the dead link until the fabric reconverges), and a link
-// that comes back up waits for the reconvergence too.
+// localRepair rebuilds switch sw's ECMP groups from the routes of the last
+// reconvergence less its own ports whose link it knows to be down, as a
+// switch does on its own: a link down for the whole local-repair delay
+// (a debounce) is taken out, and put back as soon as it is up again if
+// those routes have it. A group left with no port keeps its ports: the
+// switch has no other way, and traffic goes on into the dead link until
+// the fabric reconverges.
 func (s *shard) localRepair(sw int32) {
 	w := s.w
 	only := func(i int) bool { return i == int(sw) }
-	if err := w.ecmpRoutes(w.t.Switches[sw].Plane, only, w.routedLinks(s.now), s.now-Time(w.cfg.LocalRepair)*1000); err != nil {
+	if err := w.ecmpRoutes(w.t.Switches[sw].Plane, only, w.routedLinks(s.now), s.now); err != nil {
 		s.err = err
 	}
 }
@@ -428,13 +435,14 @@ func (w *World) routedLinks(now Time) func(link int) bool {
 	return func(l int) bool { return w.linkUpAt(l, ref) }
 }
 
-// repairedPorts returns ports of switch sw less those whose link was down
-// at time at; all of ports if that leaves none.
-func (w *World) repairedPorts(sw int, ports []int, at Time) []int {
+// repairedPorts returns ports of switch sw less those whose link has been
+// down for the whole local-repair delay at now; all of ports if that
+// leaves none.
+func (w *World) repairedPorts(sw int, ports []int, now Time) []int {
 	s := &w.t.Switches[sw]
 	var kept []int
 	for _, p := range ports {
-		if w.linkUpAt(int(w.t.SwitchPortLink[s.PortBase+p]), at) {
+		if !w.downThrough(int(w.t.SwitchPortLink[s.PortBase+p]), now-Time(w.cfg.LocalRepair)*1000, now) {
 			kept = append(kept, p)
 		}
 	}
@@ -442,4 +450,21 @@ func (w *World) repairedPorts(sw int, ports []int, at Time) []int {
 		return ports
 	}
 	return kept
+}
+
+// downThrough reports whether link l was down all the time from from to
+// to.
+func (w *World) downThrough(l int, from, to Time) bool {
+	if w.linkUpAt(l, from) {
+		return false
+	}
+	for _, e := range w.linkEvents[l] {
+		if e.at > to {
+			break
+		}
+		if e.at > from && e.up {
+			return false
+		}
+	}
+	return true
 }

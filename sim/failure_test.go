@@ -183,3 +183,57 @@ func TestLocalRepair(t *testing.T) {
 		t.Errorf("local repair longer than reconvergence: %v", err)
 	}
 }
+
+// TestLocalRepairDebounce checks which of its own ports a switch leaves
+// out of its ECMP groups: those whose link has been down for the whole
+// local-repair delay, and no longer once the link is back up.
+func TestLocalRepairDebounce(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	us := func(n int64) Time { return n * 1_000_000 }
+	w, err := New(Config{Topology: tp, Workload: smallPerm(t, 16, 1<<10), Transport: RoCE(true), Seed: 1,
+		Reconvergence: time.Millisecond, LocalRepair: 100 * time.Microsecond,
+		Failures: []Failure{
+			{Kind: LinkDown, Element: "t0-0/t1-1", At: 20 * time.Microsecond, Until: 70 * time.Microsecond},
+			{Kind: LinkDown, Element: "t0-0/t1-2", At: 20 * time.Microsecond, Until: 200 * time.Microsecond},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := tp.Find("t0-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &tp.Switches[sw.ID]
+	portTo := func(link string) int {
+		e, err := tp.Find(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range s.Ports {
+			if int(tp.SwitchPortLink[s.PortBase+p]) == e.ID {
+				return p
+			}
+		}
+		t.Fatalf("t0-0 has no port on %s", link)
+		return -1
+	}
+	short, long := portTo("t0-0/t1-1"), portTo("t0-0/t1-2")
+	ports := []int{short, long, portTo("t0-0/t1-0"), portTo("t0-0/t1-3")}
+	for _, c := range []struct {
+		now  Time
+		want []int
+	}{
+		{us(50), ports},  // both down for less than the delay
+		{us(119), ports}, // not yet
+		{us(121), slices.Delete(slices.Clone(ports), 1, 2)}, // the long one has been down 101 µs; the short one was back at 70
+		{us(201), ports}, // the long one is back up
+	} {
+		if got := w.repairedPorts(sw.ID, ports, c.now); !slices.Equal(got, c.want) {
+			t.Errorf("at %d µs: ports %v, want %v (short %d, long %d)", c.now/1_000_000, got, c.want, short, long)
+		}
+	}
+	// A group whose every port is down keeps them.
+	if got := w.repairedPorts(sw.ID, []int{long}, us(150)); !slices.Equal(got, []int{long}) {
+		t.Errorf("a group of one dead port became %v", got)
+	}
+}

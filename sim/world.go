@@ -356,9 +356,9 @@ func (w *World) installRoutes(plane int) error {
 }
 
 // ecmpRoutes rebuilds the ECMP tables of plane's switches (-1: all) that
-// pick selects, over the links up says are up; with repairedAt >= 0, each
-// switch leaves out its own ports whose link was down then (localRepair).
-func (w *World) ecmpRoutes(plane int, pick func(sw int) bool, up func(link int) bool, repairedAt Time) error {
+// pick selects, over the links up says are up; with now >= 0, each switch
+// leaves out its own ports that it knows are down then (localRepair).
+func (w *World) ecmpRoutes(plane int, pick func(sw int) bool, up func(link int) bool, now Time) error {
 	var err error
 	mine := func(i int) bool {
 		return (plane < 0 || w.t.Switches[i].Plane == plane) && pick(i)
@@ -373,8 +373,8 @@ func (w *World) ecmpRoutes(plane int, pick func(sw int) bool, up func(link int) 
 			return
 		}
 		ports := r.Ports
-		if repairedAt >= 0 {
-			ports = w.repairedPorts(sw, ports, repairedAt)
+		if now >= 0 {
+			ports = w.repairedPorts(sw, ports, now)
 		}
 		if e := w.sws[sw].vs.AddRoute(r.Prefix, r.Bits, ports...); e != nil && err == nil {
 			err = e

@@ -19,7 +19,7 @@ import (
 //	planes.csv    per-plane bytes, goodput and utilisation
 //	links.csv     utilisation by link class (host_t0, t0_t1, ...)
 //	drops.csv     packets dropped, by cause
-//	failures.csv  one row per failed element: when, bypass time, data packets into it
+//	failures.csv  one row per failed element: when, bypass times, packets into it
 func (r *Report) WriteCSV(dir string) ([]string, error) {
 	var files []string
 	write := func(name string, header []string, rows func(add func(...any))) error {
@@ -52,19 +52,24 @@ func (r *Report) WriteCSV(dir string) ([]string, error) {
 	err := write("summary.csv", []string{"transport", "flows", "flows_completed", "flows_failed", "bytes_sent", "bytes_delivered",
 		"fct_min_ns", "fct_p50_ns", "fct_p99_ns", "fct_max_ns", "fct_mean_ns", "completion_ns", "ideal_ns", "goodput_fraction_of_ideal",
 		"retransmits", "trims", "trim_nacks", "loss_timeouts", "ecn_marks", "drops", "pfc_pauses", "qp_errors", "bypass_ns",
+		"bypass_qp_p50_ns", "bypass_qp_p99_ns", "bypass_qp_react_p50_ns", "bypass_qp_react_p99_ns", "control_bypass_ns", "failed_control_packets",
 		"failed_data_packets", "events", "sim_time_ns", "wall_s", "interrupted", "stopped_by"}, func(add func(...any)) {
 		for _, x := range res {
 			var drops uint64
 			for _, n := range x.Drops {
 				drops += n
 			}
-			var bypass any = ""
+			var bypass, qp50, qp99, re50, re99, ctl any = "", "", "", "", "", ""
 			if x.BypassNs != nil {
-				bypass = *x.BypassNs
+				bypass, ctl = *x.BypassNs, controlBypass(&x)
+			}
+			if b := x.BypassQP; b != nil {
+				qp50, qp99, re50, re99 = b.P50, b.P99, b.ReactP50, b.ReactP99
 			}
 			add(x.Transport, x.Flows, x.FlowsCompleted, x.FlowsFailed, x.BytesSent, x.BytesDelivered,
 				x.FCT.Min, x.FCT.P50, x.FCT.P99, x.FCT.Max, x.FCT.Mean, x.CompletionNs, x.IdealNs, x.GoodputFractionOfIdeal,
 				x.Retransmits, x.Trims, x.TrimNACKs, x.LossTimeouts, x.ECNMarks, drops, x.PFCPauses, x.QPErrors, bypass,
+				qp50, qp99, re50, re99, ctl, controlPackets(&x),
 				x.FailedDataPackets, x.Events, x.SimTimeNs, x.WallS, x.Interrupted, x.StoppedBy)
 		}
 	})
@@ -136,10 +141,12 @@ func (r *Report) WriteCSV(dir string) ([]string, error) {
 		})
 	}
 	if err == nil {
-		err = write("failures.csv", []string{"transport", "kind", "element", "at_ns", "until_ns", "bypass_ns", "data_packets"}, func(add func(...any)) {
+		err = write("failures.csv", []string{"transport", "kind", "element", "at_ns", "until_ns", "bypass_ns", "data_packets",
+			"qps", "qp_bypass_p50_ns", "qp_bypass_p99_ns", "control_bypass_ns", "control_packets"}, func(add func(...any)) {
 			for _, x := range res {
 				for _, f := range x.Failures {
-					add(x.Transport, f.Kind, f.Element, f.AtNs, f.UntilNs, f.BypassNs, f.DataPackets)
+					add(x.Transport, f.Kind, f.Element, f.AtNs, f.UntilNs, f.BypassNs, f.DataPackets,
+						f.QPs, f.QPBypassP50Ns, f.QPBypassP99Ns, f.ControlBypassNs, f.ControlPackets)
 				}
 			}
 		})

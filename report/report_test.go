@@ -34,7 +34,8 @@ func TestTable(t *testing.T) {
 	r := &Report{Scenario: "t", Seed: 1, Fabric: "f", Traffic: "w", FailureSchedule: []string{"x down at 1 µs"}, Notes: "look here"}
 	r.Add(&sim.Result{Transport: "mrc", Flows: 2, FlowsCompleted: 2, CompletionNs: 20_000, GoodputFractionOfIdeal: 0.5,
 		FCT: sim.FCTStats{Min: 10_000, P50: 10_000, P99: 20_000, Max: 20_000}, BypassNs: &bp, FlowResults: flows,
-		Failures: []sim.FailureResult{{DataPackets: 7}}}, false)
+		BypassQP: &sim.BypassStats{QPs: 3, P50: 12_000, P99: 30_000, Max: 30_000, ReactP50: 0, ReactP99: 9_500, ReactMax: 9_500},
+		Failures: []sim.FailureResult{{DataPackets: 7, ControlPackets: 5, ControlBypassNs: 41_000}, {ControlPackets: 2, ControlBypassNs: 8_000}}}, false)
 	r.Add(&sim.Result{Transport: "roce", Flows: 2, FlowsCompleted: 1, FlowsFailed: 1, CompletionNs: 50_000,
 		FCT: sim.FCTStats{P50: 50_000, P99: 50_000}, BypassNs: &bp, FlowResults: flows[1:]}, true)
 	var b strings.Builder
@@ -45,6 +46,7 @@ func TestTable(t *testing.T) {
 	out := squeeze.ReplaceAllString(b.String(), " ")
 	for _, want := range []string{"flows completed          2/2     1/2 (1 failed)", "completion time          20 µs   not done",
 		"FCT p50                  10 µs   50 µs*", "bypass time              30 µs   30 µs", "data pkts into failures  7       0",
+		"bypass p50 / p99 per QP  12 µs / 30 µs  —", "QP reaction p50 / p99  0 ns / 9.5 µs  —", "ACK bypass time  41 µs  —", "ACK pkts into failures  7  0",
 		"victim FCT p99           10 µs   —", "* over the flows that completed", "roce did not finish (1 of 2 flows done, 1 failed", "look here"} {
 		if want = squeeze.ReplaceAllString(want, " "); !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

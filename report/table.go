@@ -112,7 +112,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return Duration(*x.BypassNs)
 		})
+		add("bypass p50 / p99 per QP", func(x *Result) string {
+			if b := x.BypassQP; b != nil && b.QPs > 0 {
+				return Duration(b.P50) + " / " + Duration(b.P99)
+			}
+			return "—"
+		})
+		add("QP reaction p50 / p99", func(x *Result) string {
+			if b := x.BypassQP; b != nil && b.QPs > 0 {
+				return Duration(b.ReactP50) + " / " + Duration(b.ReactP99)
+			}
+			return "—"
+		})
 		add("data pkts into failures", func(x *Result) string { return Count(x.FailedDataPackets) })
+		add("ACK bypass time", func(x *Result) string {
+			if controlPackets(x) == 0 {
+				return "—"
+			}
+			return Duration(controlBypass(x))
+		})
+		add("ACK pkts into failures", func(x *Result) string { return Count(controlPackets(x)) })
 	}
 	// Tagged flows (a victim, the parts of a mixed workload).
 	tags := map[string]bool{}
@@ -278,4 +297,23 @@ func (r *Report) stopNote() string {
 		}
 	}
 	return b.String()
+}
+
+// controlBypass is the longest time a failed element went on taking the
+// transport's control packets (ACKs, SACKs, NACKs, CNPs); controlPackets
+// how many it took in all.
+func controlBypass(x *Result) int64 {
+	var worst int64
+	for _, f := range x.Failures {
+		worst = max(worst, f.ControlBypassNs)
+	}
+	return worst
+}
+
+func controlPackets(x *Result) uint64 {
+	var n uint64
+	for _, f := range x.Failures {
+		n += f.ControlPackets
+	}
+	return n
 }

@@ -687,8 +687,8 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 
 func (s *Scenario) simConfig() (sim.Config, error) {
 	o := &s.Sim
-	c := sim.Config{MTU: o.MTU, Reconvergence: o.Reconvergence.D(), SampleEvery: o.SampleEvery.D(), SeriesFlows: o.SeriesFlows,
-		Workers: o.Workers, HostGroups: o.HostGroups, SwitchGroups: o.SwitchGroups, StopAt: s.Duration.D()}
+	c := sim.Config{MTU: o.MTU, Reconvergence: o.Reconvergence.D(), LocalRepair: o.LocalRepair.D(), SampleEvery: o.SampleEvery.D(),
+		SeriesFlows: o.SeriesFlows, Workers: o.Workers, HostGroups: o.HostGroups, SwitchGroups: o.SwitchGroups, StopAt: s.Duration.D()}
 	if o.EthernetOverhead != nil {
 		c.EthernetOverhead = *o.EthernetOverhead
 		if c.EthernetOverhead == 0 {
@@ -707,6 +707,8 @@ func (s *Scenario) simConfig() (sim.Config, error) {
 		return c, s.errorf("sim.host_groups", "%d: want 1 or more", o.HostGroups)
 	case o.SwitchGroups < 0:
 		return c, s.errorf("sim.switch_groups", "%d: want 1 or more", o.SwitchGroups)
+	case o.Reconvergence != 0 && o.LocalRepair > o.Reconvergence || o.Reconvergence == 0 && o.LocalRepair.D() > time.Second:
+		return c, s.errorf("sim.local_repair", "%v is longer than reconvergence: a switch learns of its own links first", o.LocalRepair.D())
 	}
 	q := &s.Queues
 	big := func(key string, v Size) (int, error) {

@@ -197,6 +197,8 @@ func TestBuildErrors(t *testing.T) {
 		{"topology: {file: nope.topo}\nworkload: {kind: permutation, size: 1MiB}\n", `x.yaml:1: topology.file: nope.topo: no such file or directory`},
 		{"topology: {file: nope.topo, hosts: 3}\nworkload: {kind: permutation, size: 1MiB}\n", `topology.hosts: not used with kind htsim`},
 		{small + "sim: {mtu: 100}\n", `x.yaml:3: sim.mtu: 100: want 256..9000`},
+		{small + "sim: {reconvergence: 1ms, local_repair: 2ms}\n", `sim.local_repair: 2ms is longer than reconvergence`},
+		{small + "sim: {local_repair: 2s}\n", `sim.local_repair: 2s is longer than reconvergence`},
 		{small + "queues: {ecn_min: 10KiB, ecn_max: 5KiB}\n", `queues.ecn_min: 10240 is above ecn_max 5120`},
 		{"topology: {hosts: 16, planes: 17, t0_down: 4, t0_up: 2}\nworkload: {kind: permutation, size: 1MiB}\n", `topology.planes: 17: a NIC has at most 16 ports`},
 	} {

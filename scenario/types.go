@@ -192,6 +192,7 @@ type SimOptions struct {
 	MTU              int      `yaml:"mtu"`
 	EthernetOverhead *int     `yaml:"ethernet_overhead"`
 	Reconvergence    Duration `yaml:"reconvergence"`
+	LocalRepair      Duration `yaml:"local_repair"`
 	SampleEvery      Duration `yaml:"sample_every"`
 	SeriesFlows      int      `yaml:"series_flows"`
 	Workers          int      `yaml:"workers"`

@@ -35,6 +35,13 @@ type Config struct {
 	// 1 s: BGP timescales). Traffic hashed onto a dead link meanwhile is
 	// lost. SRv6 fabrics have static routes and never reconverge.
 	Reconvergence time.Duration
+	// LocalRepair is how long a link of an ECMP switch's own must stay
+	// down before the switch takes it out of its ECMP groups on its own,
+	// while the other switches wait for Reconvergence (default 5 ms, or
+	// Reconvergence if that is shorter: a link-down debounce and a
+	// next-hop-group update by the switch's software; docs/sim.md). At
+	// most Reconvergence.
+	LocalRepair time.Duration
 	// StopAt bounds simulated time (default 1 s).
 	StopAt time.Duration
 	// Workers is the number of goroutines (default 2); results do not
@@ -73,6 +80,9 @@ type Config struct {
 	Trace       func(host int, r *trace.Record)
 	TraceFilter *trace.Filter
 }
+
+// DefaultLocalRepair is Config.LocalRepair's default.
+const DefaultLocalRepair = 5 * time.Millisecond
 
 // Progress is how far a run has got, for progress displays.
 type Progress struct {
@@ -147,6 +157,9 @@ func (c *Config) withDefaults() Config {
 	if d.Reconvergence == 0 {
 		d.Reconvergence = time.Second
 	}
+	if d.LocalRepair == 0 {
+		d.LocalRepair = min(DefaultLocalRepair, d.Reconvergence)
+	}
 	if d.StopAt == 0 {
 		d.StopAt = time.Second
 	}
@@ -184,8 +197,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sim: config: host_groups %d, want >= 1", c.HostGroups)
 	case c.SwitchGroups < 1:
 		return fmt.Errorf("sim: config: switch_groups %d, want >= 1", c.SwitchGroups)
-	case c.StopAt < 0 || c.Reconvergence < 0 || c.SampleEvery < 0:
-		return fmt.Errorf("sim: config: negative stop time, reconvergence or sample interval")
+	case c.StopAt < 0 || c.Reconvergence < 0 || c.LocalRepair < 0 || c.SampleEvery < 0:
+		return fmt.Errorf("sim: config: negative stop time, reconvergence, local repair or sample interval")
+	case c.LocalRepair > c.Reconvergence:
+		return fmt.Errorf("sim: config: local_repair %v is longer than reconvergence %v: a switch learns of its own links first", c.LocalRepair, c.Reconvergence)
 	}
 	q := c.Queue
 	if q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0 || q.LastHopTrimAt < 0 || q.ECNMin < 0 || q.ECNMax < 0 {

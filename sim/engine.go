@@ -15,13 +15,14 @@ const never Time = 1<<63 - 1
 type evKind uint8
 
 const (
-	evArrive     evKind = iota + 1 // the head of a link's pipe reaches the far node
-	evTxDone                       // a port finished serialising a packet
-	evTimer                        // a host's transport deadline
-	evFlowStart                    // a flow starts
-	evAction                       // a scheduled failure action
-	evReconverge                   // ECMP routing reconverges
-	evPFC                          // a PFC pause/resume frame reaches a sender
+	evArrive      evKind = iota + 1 // the head of a link's pipe reaches the far node
+	evTxDone                        // a port finished serialising a packet
+	evTimer                         // a host's transport deadline
+	evFlowStart                     // a flow starts
+	evAction                        // a scheduled failure action
+	evReconverge                    // ECMP routing reconverges
+	evPFC                           // a PFC pause/resume frame reaches a sender
+	evLocalRepair                   // an ECMP switch reroutes around its own link
 )
 
 // event is one scheduled happening. arg packs the kind (top 8 bits), a
@@ -102,10 +103,13 @@ func (q *evHeap) pop() event {
 // encapsulated SACK or endpoint response is 140 bytes).
 const pktCap = 144
 
-// packet is a simulated packet: its headers and its length on the wire.
+// packet is a simulated packet: its headers, its length on the wire and
+// who sent it (for counting traffic into failures per QP).
 type packet struct {
 	n    uint16
-	wl   int32 // IP datagram length (payload included)
+	wl   int32  // IP datagram length (payload included)
+	src  int32  // the sending host
+	qpn  uint32 // the QP at src that sent it
 	data [pktCap]byte
 }
 

@@ -116,22 +116,47 @@ func (w *World) scheduleFailures() error {
 	}
 	for _, s := range w.shards {
 		s.failLast = make([]Time, len(w.fails))
+		s.failLastCtl = make([]Time, len(w.fails))
 		s.failHits = make([]uint64, len(w.fails))
+		s.failCtl = make([]uint64, len(w.fails))
+		s.qpFirst = map[uint64]Time{}
+		s.qpLast = map[uint64]Time{}
 	}
-	// Schedule each action in the partitions it touches, and ECMP
-	// reconvergence after every change routing can see.
+	// Schedule each action in the partitions it touches, and, after
+	// every change routing can see, the local repair of the switches at
+	// the link's ends and the reconvergence of every switch.
 	reconv := map[Time]bool{}
+	type repair struct {
+		at Time
+		sw int32
+	}
+	repairs := map[repair]bool{}
 	for ai, a := range w.actions {
 		for _, sh := range w.actionShards(a) {
 			w.shards[sh].push(a.at, evAction, 0, int32(ai))
 		}
-		if w.cfg.Transport.Fabric != vswitch.ModeSRv6 && (a.op == aLinkDown || a.op == aLinkUp) {
-			rt := a.at + Time(w.cfg.Reconvergence)*1000
-			if !reconv[rt] {
-				reconv[rt] = true
-				for sh := range w.swShards {
-					w.shards[sh].push(rt, evReconverge, 0, 0)
-				}
+		if w.cfg.Transport.Fabric == vswitch.ModeSRv6 || a.op != aLinkDown && a.op != aLinkUp {
+			continue
+		}
+		// A link must stay down for the local-repair delay before its
+		// ends drop it; they see it back at once.
+		at := a.at
+		if a.op == aLinkDown {
+			at += Time(w.cfg.LocalRepair) * 1000
+		}
+		k := &t.Links[a.link]
+		for _, n := range []topo.NodeID{k.A, k.B} {
+			r := repair{at, int32(int(n) - t.Hosts)}
+			if !t.IsHost(n) && !repairs[r] {
+				repairs[r] = true
+				w.shards[w.sws[r.sw].shard].push(r.at, evLocalRepair, 0, r.sw)
+			}
+		}
+		rt := a.at + Time(w.cfg.Reconvergence)*1000
+		if !reconv[rt] {
+			reconv[rt] = true
+			for sh := range w.swShards {
+				w.shards[sh].push(rt, evReconverge, 0, 0)
 			}
 		}
 	}
@@ -374,16 +399,72 @@ func (s *shard) applyAction(ai int32) {
 }
 
 // reconverge recomputes the ECMP routes of this partition's switches over
-// the links that were up one reconvergence delay ago.
+// the links that were up one reconvergence delay ago, less each switch's
+// own links that it knows to be down (localRepair).
 func (s *shard) reconverge() {
 	w := s.w
-	ref := s.now - Time(w.cfg.Reconvergence)*1000
-	up := func(l int) bool { return w.linkUpAt(l, ref) }
 	plane := s.id / w.swGroups
 	if w.swShards == 1 {
 		plane = -1
 	}
-	if err := w.ecmpRoutes(plane, s.id, up); err != nil {
+	mine := func(sw int) bool { return int(w.sws[sw].shard) == s.id }
+	if err := w.ecmpRoutes(plane, mine, w.routedLinks(s.now), s.now); err != nil {
 		s.err = err
 	}
+}
+
+// localRepair rebuilds switch sw's ECMP groups from the routes of the last
+// reconvergence less its own ports whose link it knows to be down, as a
+// switch does on its own: a link down for the whole local-repair delay
+// (a debounce) is taken out, and put back as soon as it is up again if
+// those routes have it. A group left with no port keeps its ports: the
+// switch has no other way, and traffic goes on into the dead link until
+// the fabric reconverges.
+func (s *shard) localRepair(sw int32) {
+	w := s.w
+	only := func(i int) bool { return i == int(sw) }
+	if err := w.ecmpRoutes(w.t.Switches[sw].Plane, only, w.routedLinks(s.now), s.now); err != nil {
+		s.err = err
+	}
+}
+
+// routedLinks returns which links the fabric's routing believes up at now:
+// those up one reconvergence delay ago.
+func (w *World) routedLinks(now Time) func(link int) bool {
+	ref := now - Time(w.cfg.Reconvergence)*1000
+	return func(l int) bool { return w.linkUpAt(l, ref) }
+}
+
+// repairedPorts returns ports of switch sw less those whose link has been
+// down for the whole local-repair delay at now; all of ports if that
+// leaves none.
+func (w *World) repairedPorts(sw int, ports []int, now Time) []int {
+	s := &w.t.Switches[sw]
+	var kept []int
+	for _, p := range ports {
+		if !w.downThrough(int(w.t.SwitchPortLink[s.PortBase+p]), now-Time(w.cfg.LocalRepair)*1000, now) {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 || len(kept) == len(ports) {
+		return ports
+	}
+	return kept
+}
+
+// downThrough reports whether link l was down all the time from from to
+// to.
+func (w *World) downThrough(l int, from, to Time) bool {
+	if w.linkUpAt(l, from) {
+		return false
+	}
+	for _, e := range w.linkEvents[l] {
+		if e.at > to {
+			break
+		}
+		if e.at > from && e.up {
+			return false
+		}
+	}
+	return true
 }

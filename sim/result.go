@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/vswitch"
+	"github.com/openmrc/mrc/wire"
 )
 
 // Result is what a run produced: a Go value that marshals to the JSON the
@@ -46,6 +47,7 @@ type Result struct {
 	PFCPauses    uint64            `json:"pfc_pauses"`    // lossless fabrics
 	QPErrors     uint64            `json:"qp_errors"`     // connections the transport failed
 	BypassNs     *int64            `json:"bypass_ns"`     // max over failures; null without failures
+	BypassQP     *BypassStats      `json:"bypass_qp_ns"`  // per-flow bypass times over every failure; null without failures
 	Failures     []FailureResult   `json:"failures"`      // one per failed element
 	PerPlane     []PlaneResult     `json:"per_plane"`     // by plane
 	Links        []LinkClass       `json:"link_utilisation"`
@@ -78,12 +80,43 @@ type FailureResult struct {
 	AtNs    int64  `json:"at_ns"`
 	UntilNs int64  `json:"until_ns"` // 0: never repaired
 	// BypassNs is the time from the failure until the element took its
-	// last data packet (0 if it took none): how long traffic kept being
-	// sent into it. Probes and control packets do not count.
-	BypassNs int64 `json:"bypass_ns"`
-	// DataPackets is how many data packets it took (dropped, or for a
-	// lossy link, carried at risk).
+	// last data packet (0 if it took none): how long data kept being
+	// sent into it. DataPackets is how many data packets it took
+	// (dropped, or for a lossy link, carried at risk).
+	BypassNs    int64  `json:"bypass_ns"`
 	DataPackets uint64 `json:"data_packets"`
+	// QPs is how many flows (QP pairs) sent data into it;
+	// QPBypassP50Ns and QPBypassP99Ns are the median and 99th
+	// percentile over them of the time from the failure until the
+	// flow's last data packet into it (BypassNs is their maximum).
+	QPs           int   `json:"qps"`
+	QPBypassP50Ns int64 `json:"qp_bypass_p50_ns"`
+	QPBypassP99Ns int64 `json:"qp_bypass_p99_ns"`
+	// ControlBypassNs and ControlPackets are the same for the QPs'
+	// control packets: ACKs, SACKs, NACKs, CNPs (RoCE's ACKs hashed onto
+	// a black hole, MRC's SACKs on a reverse path not yet moved). Probes
+	// count as neither: MRC probes a retired path on purpose.
+	ControlBypassNs int64  `json:"control_bypass_ns"`
+	ControlPackets  uint64 `json:"control_packets"`
+}
+
+// BypassStats summarises per-flow bypass times in nanoseconds
+// (nearest-rank percentiles; all 0 when no flow sent data into a
+// failure).
+type BypassStats struct {
+	QPs int `json:"qps"` // (failure, flow) pairs with data into the failure
+	// P50, P99 and Max are over the time from the failure until the
+	// flow's last data packet into the element.
+	P50 int64 `json:"p50"`
+	P99 int64 `json:"p99"`
+	Max int64 `json:"max"`
+	// ReactP50, ReactP99 and ReactMax are over the time from the flow's
+	// first data packet into the element until its last: how long the
+	// flow went on using the failed element once it had met it. The
+	// rest of its bypass time is how long it took to meet it at all.
+	ReactP50 int64 `json:"react_p50"`
+	ReactP99 int64 `json:"react_p99"`
+	ReactMax int64 `json:"react_max"`
 }
 
 // PlaneResult is one plane's traffic.
@@ -144,16 +177,23 @@ func (r *Result) WriteJSON(out io.Writer) error {
 	return e.Encode(r)
 }
 
-// sampler records the goodput series at window ends.
+// sampler records the goodput series at window ends. A packet's payload
+// reaches its host over the packet's serialisation on the last link, not
+// at the instant its last bit lands, so a sample counts the bytes that
+// arrived during its interval: those of completed packets, plus the share
+// already received of the packet each host link is delivering. Without
+// the share, a short interval could count a whole packet that was mostly
+// received in the interval before, and show more than the links carry.
 type sampler struct {
-	w        *World
-	every    Time
-	next     Time
-	last     Time
-	lastRx   []uint64 // by plane
-	lastFlow []uint64
-	flows    []int32
-	s        Series
+	w      *World
+	every  Time
+	next   Time
+	last   Time
+	rxMark []float64 // by plane: the payload counted so far
+	flMark []float64 // by series flow
+	flows  []int32
+	inDL   [][]int32 // by plane: the directed links into hosts
+	s      Series
 }
 
 func (w *World) newSampler() *sampler {
@@ -161,14 +201,20 @@ func (w *World) newSampler() *sampler {
 	if every == 0 {
 		every = max(w.idealPs()/100, 1_000_000)
 	}
-	sm := &sampler{w: w, every: every, next: every, lastRx: make([]uint64, w.t.Planes)}
+	t := w.t
+	sm := &sampler{w: w, every: every, next: every, rxMark: make([]float64, t.Planes), inDL: make([][]int32, t.Planes)}
+	for h := range t.Hosts {
+		for p := range t.Planes {
+			sm.inDL[p] = append(sm.inDL[p], w.hostOut(int32(h), p)^1)
+		}
+	}
 	n := min(max(w.cfg.SeriesFlows, 0), len(w.flows))
 	for i := range n {
 		sm.flows = append(sm.flows, int32(i))
 		sm.s.FlowIDs = append(sm.s.FlowIDs, w.wl.Flows[i].ID)
 	}
-	sm.lastFlow = make([]uint64, n)
-	sm.s.PlaneGbps = make([][]float64, w.t.Planes)
+	sm.flMark = make([]float64, n)
+	sm.s.PlaneGbps = make([][]float64, t.Planes)
 	sm.s.FlowGbps = make([][]float64, n)
 	return sm
 }
@@ -186,30 +232,68 @@ func (sm *sampler) final(now Time) {
 	}
 }
 
+// arriving returns the packet directed link dl is delivering at now (the
+// head of its pipe, if its serialisation has begun and the link is up),
+// and the share of its payload already received.
+func (w *World) arriving(dl int32, now Time) (*packet, float64) {
+	r := &w.rx[dl]
+	if r.head == nilPkt || !r.up {
+		return nil, 0
+	}
+	h := r.head
+	c := w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]
+	p := &c.pkts[h&(chunkSize-1)]
+	payload := p.wl - int32(p.n) - wire.ICRCLen
+	ser := vswitch.SerializationPs(int(p.wl)+w.overhead, w.lk[dl].rate)
+	start := c.at[h&(chunkSize-1)] - ser
+	if payload <= 0 || ser <= 0 || now <= start {
+		return nil, 0
+	}
+	return p, float64(payload) * min(float64(now-start)/float64(ser), 1)
+}
+
+// advance returns how much of the payload counted up to now is new since
+// the mark, and moves the mark. A partly received packet that is then
+// lost (a link failing under it) makes the count go back; the mark stays
+// put, so no sample counts more than arrived in its interval.
+func advance(mark *float64, now float64) float64 {
+	d := max(now-*mark, 0)
+	*mark = max(*mark, now)
+	return d
+}
+
 func (sm *sampler) take(now Time) {
 	w := sm.w
 	dt := float64(now - sm.last) // ps
 	if dt <= 0 {
 		return
 	}
-	gbps := func(bytes uint64) float64 { return float64(bytes) * 8 / dt * 1000 } // bytes per ps → Gb/s
-	var total uint64
+	gbps := func(bytes float64) float64 { return bytes * 8 / dt * 1000 } // bytes per ps → Gb/s
+	var total float64
 	for p := range w.t.Planes {
-		var rx uint64
+		var rx float64
 		for _, s := range w.shards {
-			rx += s.planeRx[p]
+			rx += float64(s.planeRx[p])
 		}
-		d := rx - sm.lastRx[p]
-		sm.lastRx[p] = rx
+		for _, dl := range sm.inDL[p] {
+			_, part := w.arriving(dl, now)
+			rx += part
+		}
+		d := advance(&sm.rxMark[p], rx)
 		total += d
 		sm.s.PlaneGbps[p] = append(sm.s.PlaneGbps[p], gbps(d))
 	}
 	sm.s.TotalGbps = append(sm.s.TotalGbps, gbps(total))
 	for i, f := range sm.flows {
 		fl := &w.wl.Flows[f]
-		got := w.hosts[fl.Dst].nic.Delivered(w.flows[f].dstQP)
-		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(got-sm.lastFlow[i]))
-		sm.lastFlow[i] = got
+		fs := &w.flows[f]
+		got := float64(w.hosts[fl.Dst].nic.Delivered(fs.dstQP))
+		for p := range w.t.Planes {
+			if pk, part := w.arriving(sm.inDL[p][fl.Dst], now); pk != nil && pk.src == int32(fl.Src) && pk.qpn == fs.srcQP {
+				got += part
+			}
+		}
+		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(advance(&sm.flMark[i], got)))
 	}
 	sm.s.TimesNs = append(sm.s.TimesNs, now/1000)
 	sm.last = now
@@ -272,11 +356,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	}
 	if len(fcts) > 0 {
 		slices.Sort(fcts)
-		pct := func(p float64) int64 {
-			i := int(p*float64(len(fcts))+0.999999) - 1
-			return fcts[min(max(i, 0), len(fcts)-1)]
-		}
-		r.FCT = FCTStats{Min: fcts[0], P50: pct(0.5), P99: pct(0.99), Max: fcts[len(fcts)-1], Mean: sum / float64(len(fcts))}
+		r.FCT = FCTStats{Min: fcts[0], P50: percentile(fcts, 0.5), P99: percentile(fcts, 0.99), Max: fcts[len(fcts)-1], Mean: sum / float64(len(fcts))}
 	}
 	if r.FlowsCompleted > 0 && first < never {
 		r.CompletionNs = (last - first) / 1000
@@ -328,26 +408,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 		}
 	}
 
-	// Failures.
-	if len(w.fails) > 0 {
-		var worst int64
-		for i, f := range w.fails {
-			fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at / 1000, UntilNs: f.until / 1000}
-			var lastHit Time = -1
-			for _, s := range w.shards {
-				fr.DataPackets += s.failHits[i]
-				if s.failHits[i] > 0 {
-					lastHit = max(lastHit, s.failLast[i])
-				}
-			}
-			if lastHit >= f.at {
-				fr.BypassNs = (lastHit - f.at) / 1000
-			}
-			worst = max(worst, fr.BypassNs)
-			r.Failures = append(r.Failures, fr)
-		}
-		r.BypassNs = &worst
-	}
+	w.failureResults(r)
 
 	// Planes and link classes over the completion interval (the whole
 	// run when flows did not complete: their bytes were sent over it).
@@ -372,6 +433,78 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	}
 	r.Links = w.linkClasses(dur)
 	return r
+}
+
+// percentile returns the nearest-rank p-quantile of sorted, which is not
+// empty.
+func percentile(sorted []int64, p float64) int64 {
+	i := int(p*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// failureResults fills r's failures, bypass times and their per-flow
+// distribution.
+func (w *World) failureResults(r *Result) {
+	if len(w.fails) == 0 {
+		return
+	}
+	// Per (failure, flow): the flow's first and last data packets into
+	// it, over every partition.
+	first, last := map[uint64]Time{}, map[uint64]Time{}
+	for _, s := range w.shards {
+		for k, t := range s.qpLast {
+			last[k] = max(last[k], t)
+		}
+		for k, t := range s.qpFirst {
+			if f, ok := first[k]; !ok || t < f {
+				first[k] = t
+			}
+		}
+	}
+	perFail := make([][]int64, len(w.fails))
+	var reacts []int64
+	for k, t := range last {
+		f := k >> 32
+		perFail[f] = append(perFail[f], (t-w.fails[f].at)/1000)
+		reacts = append(reacts, (t-first[k])/1000)
+	}
+	var worst int64
+	var all []int64
+	for i, f := range w.fails {
+		fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at / 1000, UntilNs: f.until / 1000}
+		var lastData, lastCtl Time = -1, -1
+		for _, s := range w.shards {
+			fr.DataPackets += s.failHits[i]
+			fr.ControlPackets += s.failCtl[i]
+			if s.failHits[i] > 0 {
+				lastData = max(lastData, s.failLast[i])
+			}
+			if s.failCtl[i] > 0 {
+				lastCtl = max(lastCtl, s.failLastCtl[i])
+			}
+		}
+		if lastData >= f.at {
+			fr.BypassNs = (lastData - f.at) / 1000
+		}
+		if lastCtl >= f.at {
+			fr.ControlBypassNs = (lastCtl - f.at) / 1000
+		}
+		if qs := perFail[i]; len(qs) > 0 {
+			slices.Sort(qs)
+			fr.QPs, fr.QPBypassP50Ns, fr.QPBypassP99Ns = len(qs), percentile(qs, 0.5), percentile(qs, 0.99)
+			all = append(all, qs...)
+		}
+		worst = max(worst, fr.BypassNs)
+		r.Failures = append(r.Failures, fr)
+	}
+	r.BypassNs = &worst
+	r.BypassQP = &BypassStats{}
+	if len(all) > 0 {
+		slices.Sort(all)
+		slices.Sort(reacts)
+		*r.BypassQP = BypassStats{QPs: len(all), P50: percentile(all, 0.5), P99: percentile(all, 0.99), Max: all[len(all)-1],
+			ReactP50: percentile(reacts, 0.5), ReactP99: percentile(reacts, 0.99), ReactMax: reacts[len(reacts)-1]}
+	}
 }
 
 func (w *World) linkClasses(dur float64) []LinkClass {

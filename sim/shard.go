@@ -34,15 +34,22 @@ type shard struct {
 	planeRx   []uint64 // payload bytes delivered to hosts, by plane
 	planeTx   []uint64 // wire bytes sent by hosts, by plane
 	linkDrops [vswitch.NumDropCauses]uint64
-	failLast  []Time   // per failure record: last data packet it took
-	failHits  []uint64 // per failure record: data packets it took
-	evTo      [4]uint64
-	qpErrors  uint64
-	sendDone  int
-	recvDone  int
-	failed    int
-	lastDone  Time
-	resume    []int
+	// Per failure record: the data and control packets it took, and
+	// when it took the last of each; per (failure record, flow): when it
+	// took the flow's first and last data packets.
+	failHits    []uint64
+	failCtl     []uint64
+	failLast    []Time
+	failLastCtl []Time
+	qpFirst     map[uint64]Time
+	qpLast      map[uint64]Time
+	evTo        [4]uint64
+	qpErrors    uint64
+	sendDone    int
+	recvDone    int
+	failed      int
+	lastDone    Time
+	resume      []int
 
 	// Observations waiting for the end of the window (observe.go).
 	caps   []capRec
@@ -81,6 +88,8 @@ func (s *shard) run(end Time) {
 			s.applyAction(e.id())
 		case evReconverge:
 			s.reconverge()
+		case evLocalRepair:
+			s.localRepair(e.id())
 		case evPFC:
 			s.pfcArrive(e.id(), e.aux())
 		}
@@ -178,16 +187,16 @@ func (s *shard) arrive(dl int32) {
 	}
 	p := &c.pkts[h&(chunkSize-1)]
 	if !r.up {
-		if r.fail >= 0 && isData(p.data[:p.n]) {
-			s.hit(r.fail)
+		if r.fail >= 0 {
+			s.hit(r.fail, p)
 		}
 		s.linkDrops[vswitch.DropLinkDown]++
 		s.release(h)
 		return
 	}
 	if r.loss > 0 {
-		if r.lossFail >= 0 && isData(p.data[:p.n]) {
-			s.hit(r.lossFail)
+		if r.lossFail >= 0 {
+			s.hit(r.lossFail, p)
 		}
 		if s.rng.Float64() < r.loss {
 			s.linkDrops[vswitch.DropLossy]++
@@ -204,9 +213,26 @@ func (s *shard) arrive(dl int32) {
 	}
 }
 
-func (s *shard) hit(f int32) {
-	s.failLast[f] = s.now
-	s.failHits[f]++
+// hit counts packet p as traffic taken by failure record f now: a data
+// packet (also per flow) or a QP's control packet (ACK, SACK, NACK,
+// CNP). Probes and endpoint requests are not traffic: MRC probes a
+// retired path on purpose.
+func (s *shard) hit(f int32, p *packet) {
+	switch trafficClass(p.data[:p.n]) {
+	case classData:
+		s.failHits[f]++
+		s.failLast[f] = s.now
+		if fl, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]; ok {
+			k := uint64(f)<<32 | uint64(fl)
+			if _, ok := s.qpFirst[k]; !ok {
+				s.qpFirst[k] = s.now
+			}
+			s.qpLast[k] = s.now
+		}
+	case classControl:
+		s.failCtl[f]++
+		s.failLastCtl[f] = s.now
+	}
 }
 
 func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
@@ -232,8 +258,8 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 	}
 	out, d := sw.vs.Forward(pkt, in)
 	if d != vswitch.DropNone {
-		if d == vswitch.DropBlackhole && sw.fail >= 0 && isData(pkt) {
-			s.hit(sw.fail)
+		if d == vswitch.DropBlackhole && sw.fail >= 0 {
+			s.hit(sw.fail, p)
 		}
 		s.release(h)
 		return
@@ -242,8 +268,8 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 	v := sw.vs.Enqueue(s.now, out, in, vswitch.Handle(h), pkt, int(p.wl))
 	if v.Drop != vswitch.DropNone {
 		if v.Drop == vswitch.DropLinkDown {
-			if f := w.tx[odl].fail; f >= 0 && isData(pkt) {
-				s.hit(f)
+			if f := w.tx[odl].fail; f >= 0 {
+				s.hit(f, p)
 			}
 		}
 		s.release(h)
@@ -300,6 +326,10 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	s.send(dl, uint32(d.Handle), s.now+ser+w.lk[dl].delay)
 }
 
+// txDone restarts the sender of link dl when its serialiser frees. A
+// switch port may have started another packet since the event was
+// scheduled (one enqueued at the very instant it freed): swKick then
+// waits for that one to finish rather than send two at once.
 func (s *shard) txDone(dl int32) {
 	w := s.w
 	w.tx[dl].pending = false
@@ -309,7 +339,7 @@ func (s *shard) txDone(dl int32) {
 		s.afterHost(info.from)
 		return
 	}
-	s.swStart(info.from-hosts, int(info.fromPort), dl)
+	s.swKick(info.from-hosts, int(info.fromPort), dl)
 }
 
 // pfc sends a PFC frame from switch si's port in to the sender of the link
@@ -390,6 +420,7 @@ func (s *shard) pump(hi int32) {
 		p := s.pkt(h)
 		copy(p.data[:tx.Len], s.scratch[:tx.Len])
 		p.n, p.wl = uint16(tx.Len), int32(tx.WireLen)
+		p.src, p.qpn = hi, tx.QPN
 		if w.hostTaps != nil {
 			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))
 		}
@@ -530,12 +561,28 @@ func (s *shard) activate(id int) {
 	}
 }
 
-// isData reports whether pkt is an MRC or RoCE data packet (not control,
-// not a probe): what counts as traffic on a failed element.
-func isData(pkt []byte) bool {
+// Traffic classes of packets taken by a failed element.
+const (
+	classOther   = iota // probes, endpoint requests, unknown
+	classData           // MRC or RoCE WRITE packets
+	classControl        // a QP's ACK, SACK, NACK or CNP
+)
+
+// trafficClass classifies pkt by its BTH opcode.
+func trafficClass(pkt []byte) int {
 	o := bthOffset(pkt)
 	if o < 0 {
-		return false
+		return classOther
 	}
-	return wire.Opcode(pkt[o]).IsData() || roce.Opcode(pkt[o]).IsData()
+	switch op := pkt[o]; {
+	case wire.Opcode(op).IsData() || roce.Opcode(op).IsData():
+		return classData
+	case op == byte(wire.OpAck) || op == byte(wire.OpSACK) || op == byte(wire.OpNACK),
+		op == byte(roce.OpAck) || op == byte(roce.OpCNP):
+		return classControl
+	}
+	return classOther
 }
+
+// qpKey names QP qpn of host h, for World.qpFlow.
+func qpKey(h int32, qpn uint32) uint64 { return uint64(uint32(h))<<32 | uint64(qpn) }

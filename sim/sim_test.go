@@ -198,38 +198,46 @@ func TestMRCBeatsSinglePathECMP(t *testing.T) {
 // After a T0–T1 link fails mid-run MRC stops sending data into it within a
 // few base RTTs and loses no data. The plane has more paths (T1s) than a
 // QP has EVs per plane, as in the deployed fabric (256 T1s, 16 EVs), so
-// each QP has at most one EV, active or backup, on the dead path. (With
-// fewer paths than EVs, several EVs share the dead path and each is
-// retired one loss timeout after the backup that replaced the previous.)
+// each QP has few EVs, active or backup, on the dead path. (With fewer
+// paths than EVs, several EVs share the dead path and each is retired one
+// loss timeout after the backup that replaced the previous.) Over seeds:
+// the typical QP (the median) is off the dead link within 5 base RTTs;
+// the unluckiest within 7, often a QP whose first packet into the link
+// came late, from a backup EV swapped in after the failure.
 func TestT0T1FailureBypass(t *testing.T) {
 	tp := clos2(t, topo.Clos2Config{Hosts: 64, Planes: 2, T0Down: 8, T0Up: 32})
 	wl := smallPerm(t, 64, 2<<20)
-	cfg := Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 4,
-		Failures: []Failure{{Kind: LinkDown, Element: "t0-p0-0/t1-p0-1", At: 30 * time.Microsecond}}}
-	w, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rtt := w.baseRTT
-	r, err := w.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkComplete(t, r, wl)
-	if r.BypassNs == nil || len(r.Failures) != 1 {
-		t.Fatalf("failures %+v", r.Failures)
-	}
-	f := r.Failures[0]
-	t.Logf("bypass %d ns (base RTT %v), %d data packets lost, %d loss timeouts, %d EVs retired",
-		f.BypassNs, rtt, f.DataPackets, r.LossTimeouts, r.EVStates.Retired)
-	if f.DataPackets == 0 {
-		t.Error("the failed link took no traffic: the test does not exercise bypass")
-	}
-	if time.Duration(f.BypassNs) > 6*rtt {
-		t.Errorf("bypass took %d ns, more than 6 base RTTs (%v)", f.BypassNs, 6*rtt)
-	}
-	if r.EVStates.Retired == 0 || r.EVStates.ToAssumedBad == 0 {
-		t.Errorf("no EV retired: %+v", r.EVStates)
+	for seed := uint64(1); seed <= 8; seed++ {
+		cfg := Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: seed,
+			Failures: []Failure{{Kind: LinkDown, Element: "t0-p0-0/t1-p0-1", At: 30 * time.Microsecond}}}
+		w, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rtt := w.baseRTT
+		r, err := w.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkComplete(t, r, wl)
+		if r.BypassNs == nil || len(r.Failures) != 1 {
+			t.Fatalf("failures %+v", r.Failures)
+		}
+		f := r.Failures[0]
+		t.Logf("seed %d: bypass %d ns, per QP median %d ns (base RTT %v), %d data packets lost, %d loss timeouts, %d EVs retired",
+			seed, f.BypassNs, f.QPBypassP50Ns, rtt, f.DataPackets, r.LossTimeouts, r.EVStates.Retired)
+		if f.DataPackets == 0 || f.QPs == 0 {
+			t.Errorf("seed %d: the failed link took no traffic: the test does not exercise bypass", seed)
+		}
+		if time.Duration(f.BypassNs) > 7*rtt {
+			t.Errorf("seed %d: bypass took %d ns, more than 7 base RTTs (%v)", seed, f.BypassNs, 7*rtt)
+		}
+		if time.Duration(f.QPBypassP50Ns) > 5*rtt {
+			t.Errorf("seed %d: the median QP's bypass took %d ns, more than 5 base RTTs (%v)", seed, f.QPBypassP50Ns, 5*rtt)
+		}
+		if r.EVStates.Retired == 0 || r.EVStates.ToAssumedBad == 0 {
+			t.Errorf("seed %d: no EV retired: %+v", seed, r.EVStates)
+		}
 	}
 }
 

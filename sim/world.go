@@ -31,6 +31,8 @@ type World struct {
 	hosts []hostState
 	sws   []swState
 	flows []flowState
+	// qpFlow maps both QPs of each flow (qpKey(host, qpn)) to the flow.
+	qpFlow map[uint64]int32
 
 	trig      []trigState
 	trigFlows [][]int32 // flows started by each trigger
@@ -352,15 +354,16 @@ func (w *World) installRoutes(plane int) error {
 		}
 		return err
 	}
-	return w.ecmpRoutes(plane, -1, func(int) bool { return true })
+	return w.ecmpRoutes(plane, func(int) bool { return true }, func(int) bool { return true }, -1)
 }
 
 // ecmpRoutes rebuilds the ECMP tables of plane's switches (-1: all) that
-// partition shard owns (-1: all).
-func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
+// pick selects, over the links up says are up; with now >= 0, each switch
+// leaves out its own ports that it knows are down then (localRepair).
+func (w *World) ecmpRoutes(plane int, pick func(sw int) bool, up func(link int) bool, now Time) error {
 	var err error
 	mine := func(i int) bool {
-		return (plane < 0 || w.t.Switches[i].Plane == plane) && (shard < 0 || int(w.sws[i].shard) == shard)
+		return (plane < 0 || w.t.Switches[i].Plane == plane) && pick(i)
 	}
 	for i := range w.sws {
 		if mine(i) {
@@ -371,7 +374,11 @@ func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
 		if len(r.Ports) == 0 || !mine(sw) {
 			return
 		}
-		if e := w.sws[sw].vs.AddRoute(r.Prefix, r.Bits, r.Ports...); e != nil && err == nil {
+		ports := r.Ports
+		if now >= 0 {
+			ports = w.repairedPorts(sw, ports, now)
+		}
+		if e := w.sws[sw].vs.AddRoute(r.Prefix, r.Bits, ports...); e != nil && err == nil {
 			err = e
 		}
 	})
@@ -383,6 +390,7 @@ func (w *World) ecmpRoutes(plane, shard int, up func(link int) bool) error {
 func (w *World) setupFlows() error {
 	t, flows := w.t, w.wl.Flows
 	w.flows = make([]flowState, len(flows))
+	w.qpFlow = make(map[uint64]int32, 2*len(flows))
 	w.trigIndex = map[int]int32{}
 	for i, tr := range w.wl.Triggers {
 		w.trigIndex[tr.ID] = int32(i)
@@ -401,6 +409,8 @@ func (w *World) setupFlows() error {
 		if fs.dstQP, err = dst.Open(0, ConnSpec{Peer: f.Src, Index: i, PathsPerPlane: pps}); err != nil {
 			return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Dst, err)
 		}
+		w.qpFlow[qpKey(int32(f.Src), fs.srcQP)] = int32(i)
+		w.qpFlow[qpKey(int32(f.Dst), fs.dstQP)] = int32(i)
 		srv6 := w.cfg.Transport.Fabric == vswitch.ModeSRv6
 		peerOf := func(h int, qpn uint32, from int) Peer {
 			p := Peer{QPN: qpn, Addrs: make([]netip.Addr, t.Planes)}

@@ -843,7 +843,7 @@ failures:
 	for _, c := range []struct {
 		stop, limit string
 		stopNs      int64
-	}{{"", "20 ms", 20_000_000}, {"100ms", "100 ms", 100_000_000}} {
+	}{{"", "20 ms", 20_000_000}, {"50ms", "50 ms", 50_000_000}} {
 		var args []string
 		if c.stop != "" {
 			args = []string{"--stop", c.stop}

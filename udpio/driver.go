@@ -114,6 +114,8 @@ type Driver struct {
 	lastTo   netip.AddrPort
 	lastOK   bool
 	armed    mtime.Time
+	handed   int   // datagrams handed to the endpoint since the last flush
+	sendErr  error // a send that failed in the middle of a receive batch
 	stats    DriverStats
 	tx       txBatch
 	scratch  wire.Packet
@@ -365,8 +367,8 @@ func (d *Driver) RoutineDriver() {
 				d.ep.HandleTimeout(now)
 			}
 		}
-		if err := d.flush(now); err != nil {
-			d.stop(err)
+		if err := d.flush(now); err != nil || d.sendErr != nil {
+			d.stop(errors.Join(d.sendErr, err))
 			return
 		}
 		if next := d.ep.NextTimeout(); next != d.armed {
@@ -472,10 +474,23 @@ func (d *Driver) receive(b *rxBatch) {
 			d.opt.RxTap(dg.Plane, pkt, wireLen)
 		}
 		d.ep.HandleDatagram(now, dg.Plane, pkt, wireLen)
+		if d.handed++; d.handed >= flushEvery {
+			if err := d.flush(now); err != nil && d.sendErr == nil {
+				d.sendErr = err
+			}
+		}
 	}
 	b.n = 0
 	d.free <- b
 }
+
+// flushEvery is how many datagrams the driver hands the endpoint before it
+// sends what they made the endpoint write. The core keeps each QP's SACKs
+// and NACKs in a queue of 32 and drops the oldest when it overflows; a
+// receive batch holds up to a thousand datagrams, and a SACK dropped while
+// a hole pins the cumulative point is never repeated, so its PSNs time out
+// at the requester. A datagram makes at most two control packets.
+const flushEvery = 16
 
 // checkSource reports whether pkt, whose outermost source address is a
 // core port address, came from the socket of the peer that owns it.
@@ -523,6 +538,7 @@ func (d *Driver) route(dst [16]byte) (netip.AddrPort, bool) {
 // send now, batch by batch, until neither is left.
 func (d *Driver) flush(now mtime.Time) error {
 	t := &d.tx
+	d.handed = 0
 	for {
 		progress := d.events(now)
 		t.reset()

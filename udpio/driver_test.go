@@ -217,6 +217,42 @@ func TestChannelTransferWithLoss(t *testing.T) {
 	}
 }
 
+// TestBigReceiveBatchKeepsEverySACK holds the receiver's socket while the
+// sender's first window piles up behind it, then lets it go: the driver
+// reads the backlog in one GRO batch of hundreds of datagrams. The core
+// queues at most 32 SACKs per QP and drops the oldest beyond that, so the
+// driver must send as it goes (issue 9, bug 4: the dropped SACKs' PSNs,
+// past a hole, timed out by the hundred and the transfer stalled).
+func TestBigReceiveBatchKeepsEverySACK(t *testing.T) {
+	goroutineLeakCheck(t)
+	ba, bb := udpiotest.NewChannelBinds(udpiotest.Config{GRO: true})
+	a := newSide(t, 0, ba, 4<<20, udpio.Options{})
+	b := newSide(t, 1, bb, 4<<20, udpio.Options{})
+	connect(t, a, b, ba, bb, mrc.RTSAttr{})
+	bb.Hold()
+	backlog := make(chan int, 1)
+	go func() {
+		defer bb.Release()
+		n, since := 0, time.Now()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (n == 0 || time.Since(since) < 20*time.Millisecond); {
+			time.Sleep(time.Millisecond)
+			if q := bb.Queued(0); q != n {
+				n, since = q, time.Now()
+			}
+		}
+		backlog <- n
+	}()
+	transfer(t, a, b, 1<<20, 30*time.Second)
+	if n := <-backlog; n < 128 {
+		t.Fatalf("only %d datagrams waited for the receiver: the test needs a batch of more than 128", n)
+	}
+	var s mrc.Stats
+	b.d.Do(func(_ mtime.Time, ep *mrc.Endpoint) error { s = ep.Stats(); return nil })
+	if s.ControlDropped != 0 {
+		t.Errorf("the receiver's control queue dropped %d SACKs and NACKs (of %d sent)", s.ControlDropped, s.SACKsSent)
+	}
+}
+
 func loopbackBinds(t testing.TB, planes int, cfg udpio.StdConfig) (*udpio.StdBind, *udpio.StdBind) {
 	t.Helper()
 	mk := func() *udpio.StdBind {

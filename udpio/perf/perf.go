@@ -106,6 +106,7 @@ type ServerReport struct {
 	Dropped         uint64 `json:"dropped"`          // packets the endpoint discarded
 	CEReceived      uint64 `json:"ce_received"`      // data packets that arrived marked CE
 	TrimmedReceived uint64 `json:"trimmed_received"` // trimmed headers that arrived (and were NACKed)
+	ControlDropped  uint64 `json:"control_dropped"`  // SACKs and NACKs the endpoint's control queue had no room for
 	// DropReasons breaks Dropped down by mrc.DropReason.
 	DropReasons map[string]uint64 `json:"drop_reasons,omitempty"`
 	Injected    uint64            `json:"injected_drops"` // packets dropped on purpose (--drop)

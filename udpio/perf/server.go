@@ -264,7 +264,7 @@ func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, erro
 	d.Do(func(_ mtime.Time, e *mrc.Endpoint) error {
 		s := e.Stats()
 		rep.SACKs, rep.NACKs, rep.Dups, rep.Dropped = s.SACKsSent, s.NACKsSent, s.Duplicates, s.Dropped()
-		rep.CEReceived, rep.TrimmedReceived = s.CEReceived, s.TrimmedReceived
+		rep.CEReceived, rep.TrimmedReceived, rep.ControlDropped = s.CEReceived, s.TrimmedReceived, s.ControlDropped
 		for r, n := range s.Drops {
 			if n > 0 {
 				if rep.DropReasons == nil {

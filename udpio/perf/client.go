@@ -375,6 +375,7 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		noGSO: cfg.NoGSO, noGRO: cfg.NoGRO, seed: cfg.Seed, baseRTT: cfg.BaseRTT, lossTimer: cfg.LossTimeout,
 		drop: cfg.Drop, dropped: &st.dropped, onEvent: st.onEvent, tap: st.tap, skipICRC: cfg.SkipICRC,
 		native: cfg.Native, nativePorts: cfg.Ports, encap: encap, paths: cfg.Paths, capture: capt, trace: tracer, noPoll: cfg.NoPoll,
+		phantom: cfg.Phantom,
 	})
 	if err != nil {
 		return nil, err
@@ -390,7 +391,7 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		pat = pattern(cfg.Seed, cfg.Chunk*(cfg.RingChunks+1))
 	}
 	h := hello{Version: Version, Planes: cfg.Planes, MTU: cfg.MTU, Chunk: cfg.Chunk, RingChunks: cfg.RingChunks,
-		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn,
+		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn, PSN: ses.psn,
 		EVs: cfg.EVs, SourcePorts: cfg.SourcePorts, FlowLabels: cfg.FlowLabels, BaseRTT: cfg.BaseRTT,
 		LossTimeout: cfg.LossTimeout, Drop: cfg.Drop, SkipICRC: cfg.SkipICRC, Native: cfg.Native, Encap: cfg.Encap}
 	r, err := handshake(conn, lc, h)
@@ -423,14 +424,14 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		}
 		st.remote = r.MR
 		q := ses.qp
-		rtr := mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports}
+		rtr := mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports, RecvPSN: r.PSN}
 		if rtr.Paths, err = ses.pathFunc(r.Ports); err != nil {
 			return err
 		}
 		if err := q.ReadyToReceive(now, rtr); err != nil {
 			return err
 		}
-		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks}); err != nil {
+		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks, SendPSN: ses.psn}); err != nil {
 			return err
 		}
 		st.start, st.lastDone = now, now

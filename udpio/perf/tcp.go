@@ -13,22 +13,24 @@ import (
 // pattern on the control connection, and the server reads each into its
 // ring slot and checks it, so both transports do the same work per byte.
 
-func tcpServe(conn net.Conn, lc *lineConn, h hello) (ServerReport, error) {
+// tcpServe is the server's side of the baseline; a client that sends
+// nothing for idle ends it.
+func tcpServe(ctx context.Context, conn net.Conn, lc *lineConn, h hello, idle time.Duration) (ServerReport, error) {
 	if err := lc.send(ready{}); err != nil {
 		return ServerReport{}, err
 	}
-	conn.SetReadDeadline(time.Time{})
 	region := make([]byte, h.Chunk*h.RingChunks)
 	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
-	// The JSON decoder may have buffered the first bytes of data.
-	r, err := lc.rest()
-	if err != nil {
-		return ServerReport{}, err
-	}
+	// The line reader may have buffered the first bytes of data.
+	r := lc.rest()
 	var rep ServerReport
 	for k := int64(0); h.Bytes == 0 || rep.Bytes < h.Bytes; k++ {
 		n := chunkLen(k, h.Bytes, h.Chunk)
 		src, dst := slots(k, h.RingChunks, h.Chunk)
+		conn.SetReadDeadline(time.Now().Add(idle))
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
 		m, err := io.ReadFull(r, region[dst:dst+n])
 		if err == io.EOF && h.Bytes == 0 {
 			break // the client stopped after a whole chunk

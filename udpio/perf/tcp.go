@@ -63,16 +63,27 @@ func runTCP(ctx context.Context, cfg ClientConfig, conn *net.TCPConn, lc *lineCo
 	}
 	res := &Result{Config: cfg}
 	start := time.Now()
+	lastProgress := start
 	for k := int64(0); ; k++ {
 		if cfg.Bytes > 0 && res.Bytes >= cfg.Bytes || cfg.Duration > 0 && time.Now().After(end) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
+			res.Seconds, res.Interrupted = time.Since(start).Seconds(), true
+			res.Gbps = float64(res.Bytes) * 8 / res.Seconds / 1e9
 			return res, err
+		}
+		if cfg.Progress != nil && time.Since(lastProgress) >= time.Second {
+			lastProgress = time.Now()
+			cfg.Progress(Progress{Bytes: res.Bytes, Total: cfg.Bytes, Elapsed: time.Since(start)})
 		}
 		n := chunkLen(k, cfg.Bytes, cfg.Chunk)
 		src, _ := slots(k, cfg.RingChunks, cfg.Chunk)
 		if _, err := conn.Write(pat[src : src+n]); err != nil {
+			if ctx.Err() != nil {
+				res.Seconds, res.Interrupted = time.Since(start).Seconds(), true
+				return res, ctx.Err()
+			}
 			return res, fmt.Errorf("tcp: %w", err)
 		}
 		res.Bytes += int64(n)

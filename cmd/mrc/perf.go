@@ -26,7 +26,7 @@ func init() {
 	commands["perf"] = command{summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf}
 }
 
-const perfUsage = `perf server --addr IP:PORT [--once] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
+const perfUsage = `perf server --addr IP:PORT [--once] [--max-sessions N] [--session-memory SIZE] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
        mrc perf client --addr IP:PORT [--bytes N | --duration D] [--planes P] [--evs N] [--json FILE|-] [flags]`
 
 // runPerf dispatches to the server or the client (package udpio/perf).
@@ -235,7 +235,7 @@ func (ff *framingFlags) open() (ports []netip.Addr, paths *udpio.PathTable, pcap
 }
 
 func runPerfServer(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("perf server", "--addr IP:PORT [--once] [--native --ports A,B] [--paths FILE] [--pcap FILE] [--metrics ADDR]", stderr)
+	fs := newFlagSet("perf server", "--addr IP:PORT [--once] [--max-sessions N] [--session-memory SIZE] [--native --ports A,B] [--paths FILE] [--pcap FILE] [--metrics ADDR]", stderr)
 	once := fs.Bool("once", false, "serve one client, then exit (non-zero if its transfer failed)")
 	var lim perf.Limits
 	fs.IntVar(&lim.MaxSessions, "max-sessions", 16, "sessions served at once; a connection beyond them sheds the oldest idle one")

@@ -153,6 +153,10 @@ func (s *Server) Close() error {
 // session.
 var ErrStopped = errors.New("the server was stopped")
 
+// errShed is what an idle session is told when a newer connection takes
+// its place.
+var errShed = errors.New("idle session shed to make room for a newer connection")
+
 // Serve runs sessions until ctx is done, or, if once, until the first
 // session that got past its hello ends. A session's failure is logged, not
 // returned (but once returns it); Serve returns the listener's error, or
@@ -240,7 +244,7 @@ func (s *Server) serveOne(ctx context.Context, t *tracked) (helloed bool, err er
 	rep, helloed, err := s.session(ctx, t)
 	switch {
 	case t.shed.Load():
-		err = fmt.Errorf("shed to make room for a newer connection")
+		err = errShed
 		s.cfg.Logf("session from %v: %v", peer, err)
 	case err != nil:
 		s.cfg.Logf("session from %v failed: %v", peer, err)
@@ -326,6 +330,10 @@ func (s *Server) session(ctx context.Context, t *tracked) (rep ServerReport, hel
 		return rep, true, err
 	}
 	dn, err := s.waitDone(conn, lc, d, t)
+	if err != nil && t.shed.Load() {
+		conn.SetWriteDeadline(time.Now().Add(time.Second))
+		lc.send(ServerReport{Error: errShed.Error()})
+	}
 	if err != nil {
 		return rep, true, stopped(ctx, lc, err)
 	}

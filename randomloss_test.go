@@ -22,8 +22,12 @@ import (
 // it, or the requester resends it every loss timeout while the hole's own
 // retransmission waits behind it, until the retry budget runs out.
 func TestRandomLossNeverEndsATransfer(t *testing.T) {
+	seeds := uint64(20)
+	if testing.Short() {
+		seeds = 5 // CI's race-detector run
+	}
 	for _, loss := range []float64{0.01, 0.05} {
-		for seed := range uint64(20) {
+		for seed := range seeds {
 			t.Run(fmt.Sprintf("loss=%v/seed=%d", loss, seed), func(t *testing.T) {
 				t.Parallel()
 				runRandomLoss(t, loss, seed)

@@ -32,6 +32,7 @@ type trigger struct {
 	ts    uint16
 	ce    bool
 	probe bool
+	dup   bool // a duplicate that asked for an acknowledgement
 }
 
 type receiver struct {
@@ -282,7 +283,15 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 			r.suspectReverse(q, now, n)
 		}
 		if (p.BTH.Rtx || p.BTH.AckReq) && q.allowAnswer(now, &r.ack().dupSACKs, r.win.Size()) {
+			// The SACK must name this PSN, or the requester times it
+			// out and resends it for as long as the hole before it
+			// lasts: report what is pending first if its bitmap
+			// would leave this PSN out.
+			if r.pendN > 0 && !r.reports(r.sackBase(), n) {
+				r.flushSACK(q, false)
+			}
 			r.trig = t0
+			r.trig.dup = true
 			r.flushSACK(q, false)
 		}
 		return
@@ -445,15 +454,33 @@ func (r *receiver) deliverImms(q *QP, now mtime.Time) {
 	}
 }
 
-// flushSACK queues a SACK for the pending PSNs, reflecting r.trig.
+// sackBase returns the first PSN of the next SACK's bitmap: the
+// cumulative point when the pending PSNs fit in one bitmap from there, so
+// PSNs a lost SACK reported are repeated, else the first pending PSN.
+func (r *receiver) sackBase() psn.PSN {
+	next := r.win.Next()
+	if r.pendN > 0 && r.pendHi.Sub(next) >= 64 && next.Less(r.pendLo) {
+		return r.pendLo
+	}
+	return next
+}
+
+// reports reports whether a SACK whose bitmap starts at base
+// acknowledges n, cumulatively or in the bitmap.
+func (r *receiver) reports(base, n psn.PSN) bool {
+	d := n.Sub(base)
+	return n.Less(r.win.Next()) || d >= 0 && d < 64
+}
+
+// flushSACK queues a SACK for the pending PSNs, reflecting r.trig. A SACK
+// answering a duplicate (r.trig.dup) names the duplicate's PSN: its bitmap
+// starts there when the cumulative point is 64 PSNs or more behind.
 func (r *receiver) flushSACK(q *QP, probe bool) {
 	next := r.win.Next()
 	cack := next.Add(-1)
-	// Report from the cumulative point when the pending PSNs fit in one
-	// bitmap from there, so PSNs a lost SACK reported are repeated.
-	base := next
-	if r.pendN > 0 && r.pendHi.Sub(next) >= 64 && next.Less(r.pendLo) {
-		base = r.pendLo
+	base := r.sackBase()
+	if r.trig.dup && !r.reports(base, r.trig.psn) {
+		base = r.trig.psn
 	}
 	m := wire.SackNone
 	if r.trig.ce {

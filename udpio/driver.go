@@ -44,6 +44,12 @@ type Options struct {
 	// RxBatches is the number of receive batches per plane that may
 	// wait for the driver (default 4).
 	RxBatches int
+	// Phantom accepts datagrams shorter than their IPv6 payload length
+	// says: the peer's phantom memory sends headers only, and the core
+	// takes the declared length as the wire length. Without it such a
+	// datagram, or one longer than its header says, is malformed: it is
+	// dropped and counted (DriverStats.RxMalformed).
+	Phantom bool
 	// NoPoll turns off the non-blocking read of the sockets before a due
 	// timer fires (PollBind), for measuring what it prevents: loss
 	// timers that fire while the acknowledgements wait in a socket.
@@ -58,6 +64,7 @@ type DriverStats struct {
 	TxBursts           uint64   // bursts handed to the Bind
 	NoRoute            uint64   // transmits to an address no peer has (dropped)
 	RxJunk             uint64   // received datagrams too short to hold an MRC packet
+	RxMalformed        uint64   // received datagrams whose IPv6 payload length disagrees with their size
 	RxUnknownPeer      uint64   // received from a source address no peer has
 	RxSpoofed          uint64   // a peer's address, but not from that peer's socket
 	RxFiltered         uint64   // dropped by Options.RxFilter
@@ -114,6 +121,8 @@ type Driver struct {
 	lastTo   netip.AddrPort
 	lastOK   bool
 	armed    mtime.Time
+	handed   int   // datagrams handed to the endpoint since the last flush
+	sendErr  error // a send that failed in the middle of a receive batch
 	stats    DriverStats
 	tx       txBatch
 	scratch  wire.Packet
@@ -365,8 +374,8 @@ func (d *Driver) RoutineDriver() {
 				d.ep.HandleTimeout(now)
 			}
 		}
-		if err := d.flush(now); err != nil {
-			d.stop(err)
+		if err := d.flush(now); err != nil || d.sendErr != nil {
+			d.stop(errors.Join(d.sendErr, err))
 			return
 		}
 		if next := d.ep.NextTimeout(); next != d.armed {
@@ -451,6 +460,11 @@ func (d *Driver) receive(b *rxBatch) {
 			d.stats.RxJunk++
 			continue
 		}
+		declared := wire.IPv6Len + int(binary.BigEndian.Uint16(pkt[4:6]))
+		if declared != len(pkt) && !(d.opt.Phantom && declared > len(pkt)) {
+			d.stats.RxMalformed++
+			continue
+		}
 		if !d.checkSource(pkt, dg.From) {
 			continue
 		}
@@ -464,18 +478,31 @@ func (d *Driver) receive(b *rxBatch) {
 		d.stats.RxPackets[dg.Plane]++
 		d.stats.RxBytes[dg.Plane] += uint64(len(pkt))
 		// A datagram shorter than its header says carries a phantom
-		// payload (an endpoint with phantom memory sends headers
-		// only); the core takes the declared length as the wire
-		// length and drops it unless the region is phantom too.
-		wireLen := max(len(pkt), wire.IPv6Len+int(binary.BigEndian.Uint16(pkt[4:6])))
+		// payload (Options.Phantom); the core takes the declared
+		// length as the wire length and drops it unless the region
+		// is phantom too.
+		wireLen := declared
 		if d.opt.RxTap != nil {
 			d.opt.RxTap(dg.Plane, pkt, wireLen)
 		}
 		d.ep.HandleDatagram(now, dg.Plane, pkt, wireLen)
+		if d.handed++; d.handed >= flushEvery {
+			if err := d.flush(now); err != nil && d.sendErr == nil {
+				d.sendErr = err
+			}
+		}
 	}
 	b.n = 0
 	d.free <- b
 }
+
+// flushEvery is how many datagrams the driver hands the endpoint before it
+// sends what they made the endpoint write. The core keeps each QP's SACKs
+// and NACKs in a queue of 32 and drops the oldest when it overflows; a
+// receive batch holds up to a thousand datagrams, and a SACK dropped while
+// a hole pins the cumulative point is never repeated, so its PSNs time out
+// at the requester. A datagram makes at most two control packets.
+const flushEvery = 16
 
 // checkSource reports whether pkt, whose outermost source address is a
 // core port address, came from the socket of the peer that owns it.
@@ -523,6 +550,7 @@ func (d *Driver) route(dst [16]byte) (netip.AddrPort, bool) {
 // send now, batch by batch, until neither is left.
 func (d *Driver) flush(now mtime.Time) error {
 	t := &d.tx
+	d.handed = 0
 	for {
 		progress := d.events(now)
 		t.reset()
@@ -689,4 +717,16 @@ func (t *txBatch) sortBursts() {
 			t.store[j], t.store[j-1] = t.store[j-1], t.store[j]
 		}
 	}
+}
+
+// DriverMemory returns the bytes of buffers a Driver allocates for a Bind
+// with receivers receiving sockets, an endpoint MTU of mtu and opt: its
+// receive batches and its transmit slots.
+func DriverMemory(receivers, mtu int, opt Options) int64 {
+	batches := opt.RxBatches
+	if batches == 0 {
+		batches = 4
+	}
+	rx := int64(receivers) * int64(batches) * rxBuffers * RecvBufSize
+	return rx + IdealBatchSize*int64(mrc.MaxHeaderLen+mtu+16)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/udpio"
 	"github.com/openmrc/mrc/udpio/udpiotest"
+	"github.com/openmrc/mrc/wire"
 )
 
 // goroutineLeakCheck fails the test if it leaves goroutines behind.
@@ -215,6 +216,86 @@ func TestChannelTransferWithLoss(t *testing.T) {
 	if s := a.qpStats(); s.Retransmits == 0 {
 		t.Errorf("1%% loss but no retransmissions: %+v", s)
 	}
+}
+
+// TestBigReceiveBatchKeepsEverySACK holds the receiver's socket while the
+// sender's first window piles up behind it, then lets it go: the driver
+// reads the backlog in one GRO batch of hundreds of datagrams. The core
+// queues at most 32 SACKs per QP and drops the oldest beyond that, so the
+// driver must send as it goes (issue 9, bug 4: the dropped SACKs' PSNs,
+// past a hole, timed out by the hundred and the transfer stalled).
+func TestBigReceiveBatchKeepsEverySACK(t *testing.T) {
+	goroutineLeakCheck(t)
+	ba, bb := udpiotest.NewChannelBinds(udpiotest.Config{GRO: true})
+	a := newSide(t, 0, ba, 4<<20, udpio.Options{})
+	b := newSide(t, 1, bb, 4<<20, udpio.Options{})
+	connect(t, a, b, ba, bb, mrc.RTSAttr{})
+	bb.Hold()
+	backlog := make(chan int, 1)
+	go func() {
+		defer bb.Release()
+		n, since := 0, time.Now()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (n == 0 || time.Since(since) < 20*time.Millisecond); {
+			time.Sleep(time.Millisecond)
+			if q := bb.Queued(0); q != n {
+				n, since = q, time.Now()
+			}
+		}
+		backlog <- n
+	}()
+	transfer(t, a, b, 1<<20, 30*time.Second)
+	if n := <-backlog; n < 128 {
+		t.Fatalf("only %d datagrams waited for the receiver: the test needs a batch of more than 128", n)
+	}
+	var s mrc.Stats
+	b.d.Do(func(_ mtime.Time, ep *mrc.Endpoint) error { s = ep.Stats(); return nil })
+	if s.ControlDropped != 0 {
+		t.Errorf("the receiver's control queue dropped %d SACKs and NACKs (of %d sent)", s.ControlDropped, s.SACKsSent)
+	}
+}
+
+// TestLengthMismatchIsMalformed is issue 10's row 8, the driver's part:
+// a truncated datagram was handed to the core as a phantom payload
+// (checksum and ICRC skipped) although the endpoint has real memory. A
+// datagram whose IPv6 payload length disagrees with what the socket
+// returned is malformed now: dropped and counted before the core sees it,
+// unless the driver expects phantom payloads (Options.Phantom).
+func TestLengthMismatchIsMalformed(t *testing.T) {
+	goroutineLeakCheck(t)
+	ba, bb := udpiotest.NewChannelBinds(udpiotest.Config{})
+	var sent atomic.Value
+	a := newSide(t, 0, ba, 1<<20, udpio.Options{Tap: func(tx mrc.Transmit, pkt []byte) {
+		if tx.Kind == mrc.KindData && sent.Load() == nil {
+			sent.Store(append([]byte(nil), pkt...))
+		}
+	}})
+	b := newSide(t, 1, bb, 1<<20, udpio.Options{})
+	connect(t, a, b, ba, bb, mrc.RTSAttr{})
+	transfer(t, a, b, 256<<10, 30*time.Second)
+	pkt := sent.Load().([]byte)
+	coreDrops := func() uint64 {
+		var n uint64
+		b.d.Do(func(_ mtime.Time, ep *mrc.Endpoint) error { n = ep.Stats().Dropped(); return nil })
+		return n
+	}
+	before := coreDrops()
+	long := append(append([]byte(nil), pkt...), 0, 0, 0, 0)
+	for _, dg := range [][]byte{pkt[:len(pkt)-100], pkt[:wire.IPv6Len+wire.UDPLen+12], long} {
+		if err := ba.Send([]udpio.Burst{{Segs: [][]byte{dg}, Plane: 0, To: udpiotest.Addr(1, 0)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for b.d.Stats().RxMalformed < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := b.d.Stats().RxMalformed; n != 3 {
+		t.Fatalf("%d of 3 datagrams with a wrong length counted malformed", n)
+	}
+	if n := coreDrops(); n != before {
+		t.Errorf("the core saw %d of them", n-before)
+	}
+	transfer(t, a, b, 256<<10, 30*time.Second) // the QPs are still in RTS
 }
 
 func loopbackBinds(t testing.TB, planes int, cfg udpio.StdConfig) (*udpio.StdBind, *udpio.StdBind) {

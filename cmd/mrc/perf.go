@@ -26,7 +26,7 @@ func init() {
 	commands["perf"] = command{summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf}
 }
 
-const perfUsage = `perf server --addr IP:PORT [--once] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
+const perfUsage = `perf server --addr IP:PORT [--once] [--max-sessions N] [--session-memory SIZE] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
        mrc perf client --addr IP:PORT [--bytes N | --duration D] [--planes P] [--evs N] [--json FILE|-] [flags]`
 
 // runPerf dispatches to the server or the client (package udpio/perf).
@@ -235,15 +235,26 @@ func (ff *framingFlags) open() (ports []netip.Addr, paths *udpio.PathTable, pcap
 }
 
 func runPerfServer(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("perf server", "--addr IP:PORT [--once] [--native --ports A,B] [--paths FILE] [--pcap FILE] [--metrics ADDR]", stderr)
+	fs := newFlagSet("perf server", "--addr IP:PORT [--once] [--max-sessions N] [--session-memory SIZE] [--native --ports A,B] [--paths FILE] [--pcap FILE] [--metrics ADDR]", stderr)
 	once := fs.Bool("once", false, "serve one client, then exit (non-zero if its transfer failed)")
+	var lim perf.Limits
+	fs.IntVar(&lim.MaxSessions, "max-sessions", 16, "sessions served at once; a connection beyond them sheds the oldest idle one")
+	var sessionMemory int64 = 256 << 20
+	fs.Var(sizeFlag{&sessionMemory}, "session-memory", "most buffer memory one session may take, with an optional K/M/G suffix")
 	ff := addFramingFlags(fs, "TCP control address to listen on; UDP uses free ports on the same IP")
 	addr, ports, paths, pcapW, stop, err := ff.start(fs, args)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	srv, err := perf.Listen(perf.ServerConfig{Addr: addr, Logf: func(format string, a ...any) {
+	if lim.MaxSessions < 1 {
+		return usagef("--max-sessions %d: want 1 or more", lim.MaxSessions)
+	}
+	if sessionMemory < 1<<20 {
+		return usagef("--session-memory %d: want at least 1M", sessionMemory)
+	}
+	lim.SessionMemory = sessionMemory
+	srv, err := perf.Listen(perf.ServerConfig{Addr: addr, Limits: lim, Logf: func(format string, a ...any) {
 		fmt.Fprintf(stdout, "mrc perf server: "+format+"\n", a...)
 	}, Native: *ff.native, Ports: ports, Paths: paths, Pcap: pcapW, PcapFilter: *ff.pcapFilter, PcapSnaplen: *ff.pcapSnaplen,
 		MetricsAddr: *ff.metrics})
@@ -262,6 +273,9 @@ func runPerfServer(args []string, stdout, stderr io.Writer) error {
 	err = srv.Serve(ctx, *once)
 	if cerr := srv.Close(); cerr != nil && err == nil {
 		err = cerr
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stdout, "mrc perf server: stopped")
 	}
 	if *ff.pcap != "" {
 		fmt.Fprintf(stdout, "mrc perf server: %d packets captured in %s\n", srv.CapturedPackets(), *ff.pcap)
@@ -341,13 +355,22 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	defer closeJSON()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	pg := perfProgress(stderr)
+	cfg.Progress = pg.show
 	res, err := perf.Run(ctx, cfg)
+	pg.clear()
 	if res != nil && jsonW != nil {
 		enc := json.NewEncoder(jsonW)
 		enc.SetIndent("", "  ")
 		if jerr := enc.Encode(res); jerr != nil && err == nil {
 			err = jerr
 		}
+	}
+	if errors.Is(err, context.Canceled) && res != nil {
+		if *jsonOut != "-" {
+			printPerf(stdout, res)
+		}
+		return exitError{code: 130, msg: fmt.Sprintf("interrupted after %d bytes in %.3f s; the statistics are partial", res.Bytes, res.Seconds)}
 	}
 	if err != nil {
 		return setupOrRun(err)
@@ -358,19 +381,75 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// perfProgressLine shows a running transfer once per second on stderr
+// when it is a terminal.
+type perfProgressLine struct {
+	w     io.Writer
+	shown bool
+}
+
+// perfProgress returns the progress display for stderr (silent unless
+// stderr is a terminal).
+func perfProgress(stderr io.Writer) *perfProgressLine {
+	if !isTerminal(stderr) {
+		return &perfProgressLine{}
+	}
+	return &perfProgressLine{w: stderr}
+}
+
+func (p *perfProgressLine) show(pr perf.Progress) {
+	if p.w == nil {
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K"+progressText(pr))
+	p.shown = true
+}
+
+func (p *perfProgressLine) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// progressText is one progress line: bytes moved (of the total), rate and
+// retransmissions so far.
+func progressText(pr perf.Progress) string {
+	s := fmt.Sprintf("mrc perf: %s", mib(pr.Bytes))
+	if pr.Total > 0 {
+		s += fmt.Sprintf(" of %s (%.0f%%)", mib(pr.Total), 100*float64(pr.Bytes)/float64(pr.Total))
+	}
+	gbps := 0.0
+	if sec := pr.Elapsed.Seconds(); sec > 0 {
+		gbps = float64(pr.Bytes) * 8 / sec / 1e9
+	}
+	return s + fmt.Sprintf(" in %.0f s, %.2f Gbit/s, %d retransmits", pr.Elapsed.Seconds(), gbps, pr.Retransmits)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// plural returns "1 chunk" or "n chunks".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func printPerf(w io.Writer, r *perf.Result) {
 	v := "verified"
 	switch {
+	case r.Interrupted:
+		v = "interrupted: partial statistics"
 	case r.Config.Phantom:
 		v = "not verified (phantom payloads)"
 	case !r.Verified:
 		v = "NOT verified"
 	}
 	if r.Config.TCP {
-		fmt.Fprintf(w, "mrc perf (kernel TCP baseline): %d bytes in %.3f s = %.2f Gbit/s, %s (%d chunks)\n", r.Bytes, r.Seconds, r.Gbps, v, r.Chunks)
+		fmt.Fprintf(w, "mrc perf (kernel TCP baseline): %d bytes in %.3f s = %.2f Gbit/s, %s (%s)\n", r.Bytes, r.Seconds, r.Gbps, v, plural(r.Chunks, "chunk"))
 		return
 	}
-	fmt.Fprintf(w, "mrc perf: %d bytes in %.3f s = %.2f Gbit/s, %s (%d chunks)\n", r.Bytes, r.Seconds, r.Gbps, v, r.Chunks)
+	fmt.Fprintf(w, "mrc perf: %d bytes in %.3f s = %.2f Gbit/s, %s (%s)\n", r.Bytes, r.Seconds, r.Gbps, v, plural(r.Chunks, "chunk"))
 	fmt.Fprintf(w, "  retransmits %d, trims %d, NACKs %d, loss timeouts %d, EVs retired %d / resurrected %d\n",
 		r.Retransmits, r.Trims, r.NACKs, r.LossTimeouts, r.EVsRetired, r.EVsResurrected)
 	framing := "overlay (UDP)"

@@ -78,6 +78,17 @@ type ClientConfig struct {
 	// TCP runs the kernel-TCP baseline instead: the same chunks and checks
 	// over one TCP connection (the UDP and MRC options do not apply).
 	TCP bool
+	// Progress, when set, is called about once per second during the
+	// transfer (from Run's goroutine).
+	Progress func(Progress) `json:"-"`
+}
+
+// Progress is a running transfer's state.
+type Progress struct {
+	Bytes       int64         // bytes completed
+	Total       int64         // bytes to move, or 0 for a timed run
+	Elapsed     time.Duration // since the first post
+	Retransmits uint64
 }
 
 func (c *ClientConfig) defaults() {
@@ -129,6 +140,7 @@ func (c *ClientConfig) defaults() {
 // format.
 type Result struct {
 	Gbps           float64        `json:"gbps"`
+	Interrupted    bool           `json:"interrupted"` // the run was cancelled: the statistics are partial
 	Bytes          int64          `json:"bytes"`
 	Seconds        float64        `json:"seconds"`
 	Chunks         int64          `json:"chunks"`
@@ -375,6 +387,7 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		noGSO: cfg.NoGSO, noGRO: cfg.NoGRO, seed: cfg.Seed, baseRTT: cfg.BaseRTT, lossTimer: cfg.LossTimeout,
 		drop: cfg.Drop, dropped: &st.dropped, onEvent: st.onEvent, tap: st.tap, skipICRC: cfg.SkipICRC,
 		native: cfg.Native, nativePorts: cfg.Ports, encap: encap, paths: cfg.Paths, capture: capt, trace: tracer, noPoll: cfg.NoPoll,
+		phantom: cfg.Phantom,
 	})
 	if err != nil {
 		return nil, err
@@ -390,7 +403,7 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		pat = pattern(cfg.Seed, cfg.Chunk*(cfg.RingChunks+1))
 	}
 	h := hello{Version: Version, Planes: cfg.Planes, MTU: cfg.MTU, Chunk: cfg.Chunk, RingChunks: cfg.RingChunks,
-		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn,
+		Bytes: cfg.Bytes, Phantom: cfg.Phantom, Seed: cfg.Seed, Ports: ses.ports, Sockets: ses.sockets, QPN: ses.qpn, PSN: ses.psn,
 		EVs: cfg.EVs, SourcePorts: cfg.SourcePorts, FlowLabels: cfg.FlowLabels, BaseRTT: cfg.BaseRTT,
 		LossTimeout: cfg.LossTimeout, Drop: cfg.Drop, SkipICRC: cfg.SkipICRC, Native: cfg.Native, Encap: cfg.Encap}
 	r, err := handshake(conn, lc, h)
@@ -423,14 +436,14 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		}
 		st.remote = r.MR
 		q := ses.qp
-		rtr := mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports}
+		rtr := mrc.RTRAttr{RemoteQPN: r.QPN, Remote: r.Ports, RecvPSN: r.PSN}
 		if rtr.Paths, err = ses.pathFunc(r.Ports); err != nil {
 			return err
 		}
 		if err := q.ReadyToReceive(now, rtr); err != nil {
 			return err
 		}
-		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks}); err != nil {
+		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks, SendPSN: ses.psn}); err != nil {
 			return err
 		}
 		st.start, st.lastDone = now, now
@@ -457,6 +470,12 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	if cfg.Duration > 0 {
 		timer = time.After(cfg.Duration)
 	}
+	var tick <-chan time.Time
+	if cfg.Progress != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
 	var runErr error
 wait:
 	for {
@@ -472,9 +491,18 @@ wait:
 				}
 				return nil
 			})
+		case <-tick:
+			ses.Do(func(now mtime.Time, _ *mrc.Endpoint) error {
+				cfg.Progress(Progress{Bytes: st.bytes, Total: cfg.Bytes, Elapsed: now.Sub(st.start), Retransmits: ses.qp.Stats().Retransmits})
+				return nil
+			})
 		case m := <-ctl:
-			runErr = fmt.Errorf("the server ended the session early: %v", m.err)
-			if m.err == nil {
+			switch {
+			case m.err != nil:
+				runErr = fmt.Errorf("the server ended the session early: %v", m.err)
+			case m.rep.Error == ErrStopped.Error():
+				runErr = ErrStopped
+			default:
 				runErr = fmt.Errorf("the server ended the session early: %s", m.rep.Error)
 			}
 			break wait
@@ -500,7 +528,11 @@ wait:
 			res.EVStates[mrc.EVState(state).String()] = n
 		}
 		res.Bytes, res.Chunks = st.bytes, st.completed
-		res.Seconds = st.end.Sub(st.start).Seconds()
+		end := st.end
+		if !st.closed {
+			end = now // interrupted, or the server went away
+		}
+		res.Seconds = end.Sub(st.start).Seconds()
 		res.InjectedDrops = st.dropped
 		res.MaxCwnd, res.MaxInflight = st.maxCwnd, st.maxInflight
 		res.MaxStall, res.StallAt = st.maxStall.Seconds(), st.stallAt.Seconds()
@@ -558,7 +590,14 @@ wait:
 		}
 	}
 	if runErr != nil {
-		lc.send(done{Chunks: st.completed, Bytes: st.bytes, Failed: runErr.Error()})
+		res.Interrupted = ctx.Err() != nil
+		stop()
+		conn.SetDeadline(time.Now().Add(time.Second))
+		failed := runErr.Error()
+		if res.Interrupted {
+			failed = "interrupted"
+		}
+		lc.send(done{Chunks: st.completed, Bytes: st.bytes, Failed: failed})
 		return res, runErr
 	}
 	conn.SetDeadline(time.Now().Add(15 * time.Second))

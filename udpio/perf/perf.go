@@ -31,6 +31,7 @@ package perf
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -57,6 +58,7 @@ type hello struct {
 	Ports       []netip.Addr     `json:"ports"`
 	Sockets     []netip.AddrPort `json:"sockets"`
 	QPN         uint32           `json:"qpn"`
+	PSN         uint32           `json:"psn"` // the client's first PSN, drawn at random
 	EVs         int              `json:"evs"`
 	SourcePorts int              `json:"source_ports"`
 	FlowLabels  bool             `json:"flow_labels"`
@@ -80,6 +82,7 @@ type ready struct {
 	Ports   []netip.Addr     `json:"ports"`
 	Sockets []netip.AddrPort `json:"sockets"`
 	QPN     uint32           `json:"qpn"`
+	PSN     uint32           `json:"psn"` // the server's first PSN, drawn at random
 	MR      mrc.MR           `json:"mr"`
 	GSO     bool             `json:"gso"`
 	GRO     bool             `json:"gro"`
@@ -106,10 +109,12 @@ type ServerReport struct {
 	Dropped         uint64 `json:"dropped"`          // packets the endpoint discarded
 	CEReceived      uint64 `json:"ce_received"`      // data packets that arrived marked CE
 	TrimmedReceived uint64 `json:"trimmed_received"` // trimmed headers that arrived (and were NACKed)
+	ControlDropped  uint64 `json:"control_dropped"`  // SACKs and NACKs the endpoint's control queue had no room for
 	// DropReasons breaks Dropped down by mrc.DropReason.
 	DropReasons map[string]uint64 `json:"drop_reasons,omitempty"`
 	Injected    uint64            `json:"injected_drops"` // packets dropped on purpose (--drop)
 	Overflows   uint64            `json:"rx_overflows"`   // datagrams the kernel dropped: socket buffer full
+	Malformed   uint64            `json:"rx_malformed"`   // datagrams whose length fields disagree with their size
 }
 
 // pattern returns n bytes of the seeded pattern.
@@ -157,33 +162,37 @@ func coreAddrs(r *rand.Rand, planes int) []netip.Addr {
 	return out
 }
 
-// lineConn is the control connection's framing: JSON lines.
+// lineConn is the control connection's framing: JSON lines of at most
+// MaxLine bytes.
 type lineConn struct {
 	enc *json.Encoder
-	dec *json.Decoder
-	br  *bufio.Reader // what dec reads from
+	br  *bufio.Reader
 }
 
 func newLineConn(c net.Conn) *lineConn {
-	br := bufio.NewReader(c)
-	return &lineConn{enc: json.NewEncoder(c), dec: json.NewDecoder(br), br: br}
+	return &lineConn{enc: json.NewEncoder(c), br: bufio.NewReaderSize(c, MaxLine)}
 }
 
-// rest returns a reader of the bytes after the last decoded message and
-// the newline that ends it.
-func (c *lineConn) rest() (io.Reader, error) {
-	r := io.MultiReader(c.dec.Buffered(), c.br)
-	var nl [1]byte
-	if _, err := io.ReadFull(r, nl[:]); err != nil || nl[0] != '\n' {
-		return nil, fmt.Errorf("control connection: no newline after a message")
-	}
-	return r, nil
-}
+// rest returns a reader of the bytes after the last message read.
+func (c *lineConn) rest() io.Reader { return c.br }
 
 func (c *lineConn) send(v any) error { return c.enc.Encode(v) }
 
+// recv reads one message into v.
 func (c *lineConn) recv(v any) error {
-	if err := c.dec.Decode(v); err != nil {
+	line, err := c.br.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return fmt.Errorf("control connection: a message longer than %d bytes", MaxLine)
+	case err != nil:
+		return fmt.Errorf("control connection: %w", err)
+	}
+	return parseMessage(line, v)
+}
+
+// parseMessage decodes one control message (a JSON object) into v.
+func parseMessage(line []byte, v any) error {
+	if err := json.Unmarshal(line, v); err != nil {
 		return fmt.Errorf("control connection: %w", err)
 	}
 	return nil

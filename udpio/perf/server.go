@@ -3,12 +3,17 @@ package perf
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openmrc/mrc"
@@ -45,17 +50,29 @@ type ServerConfig struct {
 	Pcap        io.Writer
 	PcapFilter  string
 	PcapSnaplen int
-	// MetricsAddr, when set, is where the current session's metrics are
+	// MetricsAddr, when set, is where the latest session's metrics are
 	// served (Prometheus text, at /metrics).
 	MetricsAddr string
+	// Limits bound what clients may take of the server.
+	Limits Limits
 }
 
-// Server accepts perf clients one at a time.
+// Server serves perf clients, up to Limits.MaxSessions at once.
 type Server struct {
 	cfg     ServerConfig
 	ln      *net.TCPListener
 	capture *capture
 	metrics *metricsServer
+
+	mu       sync.Mutex
+	sessions []*tracked // oldest first
+}
+
+// tracked is a session the server is serving.
+type tracked struct {
+	conn net.Conn
+	idle atomic.Bool // waiting for its hello, or its datapath is quiet
+	shed atomic.Bool // closed to make room for a newer connection
 }
 
 // Listen binds the control port (and the metrics address).
@@ -71,6 +88,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	cfg.Limits.defaults()
 	s := &Server{cfg: cfg}
 	if cfg.Pcap != nil {
 		c, err := newCapture(cfg.Pcap, cfg.PcapFilter, cfg.PcapSnaplen)
@@ -121,6 +139,9 @@ func (s *Server) Addr() netip.AddrPort {
 // Close stops accepting, stops serving metrics and flushes the capture.
 func (s *Server) Close() error {
 	err := s.ln.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil // Serve closed it
+	}
 	s.metrics.close()
 	if cerr := s.capture.close(); cerr != nil {
 		return fmt.Errorf("--pcap: %w", cerr)
@@ -128,38 +149,122 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Serve runs sessions until ctx is done, or after one session if once.
-// A session's failure is logged, not returned; Serve returns the
-// listener's error, or nil when ctx ended it.
+// ErrStopped is what a client is told when the server stops during its
+// session.
+var ErrStopped = errors.New("the server was stopped")
+
+// errShed is what an idle session is told when a newer connection takes
+// its place.
+var errShed = errors.New("idle session shed to make room for a newer connection")
+
+// Serve runs sessions until ctx is done, or, if once, until the first
+// session that got past its hello ends. A session's failure is logged, not
+// returned (but once returns it); Serve returns the listener's error, or
+// nil when ctx ended it. It returns after every session has ended.
 func (s *Server) Serve(ctx context.Context, once bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	first := make(chan error, 1) // the first session's outcome, with once
 	for {
 		conn, err := s.ln.Accept()
 		if err != nil {
+			select {
+			case err := <-first:
+				return err
+			default:
+			}
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		rep, err := s.session(ctx, conn)
-		conn.Close()
-		peer := conn.RemoteAddr()
-		switch {
-		case err != nil:
-			s.cfg.Logf("session from %v failed: %v", peer, err)
-		case rep.Verified:
-			s.cfg.Logf("session from %v: %d bytes in %d chunks, verified", peer, rep.Bytes, rep.Chunks)
-		default:
-			s.cfg.Logf("session from %v: %d bytes in %d chunks, %d checked, %d mismatched", peer, rep.Bytes, rep.Chunks, rep.Checked, rep.Mismatch)
+		t := s.admit(conn)
+		if t == nil {
+			continue
 		}
-		if once {
-			if err == nil && rep.Error != "" {
-				err = errors.New(rep.Error)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.release(t)
+			helloed, err := s.serveOne(ctx, t)
+			if once && helloed {
+				select {
+				case first <- err:
+					cancel()
+				default:
+				}
 			}
-			return err
-		}
+		}()
 	}
+}
+
+// admit registers a new connection, shedding the oldest idle session when
+// the server is full; it refuses the connection (nil) when none is idle.
+func (s *Server) admit(conn net.Conn) *tracked {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions) >= s.cfg.Limits.MaxSessions {
+		i := slices.IndexFunc(s.sessions, func(t *tracked) bool { return t.idle.Load() })
+		if i < 0 {
+			s.cfg.Logf("refused %v: %d sessions running", conn.RemoteAddr(), len(s.sessions))
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			newLineConn(conn).send(ready{Error: fmt.Sprintf("server busy: %d sessions running", len(s.sessions))})
+			conn.Close()
+			return nil
+		}
+		old := s.sessions[i]
+		old.shed.Store(true)
+		old.conn.SetDeadline(time.Now()) // its session ends at its next read
+		s.sessions = slices.Delete(s.sessions, i, i+1)
+	}
+	t := &tracked{conn: conn}
+	t.idle.Store(true)
+	s.sessions = append(s.sessions, t)
+	return t
+}
+
+// release forgets a session that ended.
+func (s *Server) release(t *tracked) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.sessions, t); i >= 0 {
+		s.sessions = slices.Delete(s.sessions, i, i+1)
+	}
+	t.conn.Close()
+}
+
+// serveOne runs one session and logs its outcome. helloed reports whether
+// its hello was accepted.
+func (s *Server) serveOne(ctx context.Context, t *tracked) (helloed bool, err error) {
+	peer := t.conn.RemoteAddr()
+	rep, helloed, err := s.session(ctx, t)
+	switch {
+	case t.shed.Load():
+		err = errShed
+		s.cfg.Logf("session from %v: %v", peer, err)
+	case err != nil:
+		s.cfg.Logf("session from %v failed: %v", peer, err)
+	case rep.Verified:
+		s.cfg.Logf("session from %v: %d bytes in %s, verified", peer, rep.Bytes, plural(rep.Chunks, "chunk"))
+	default:
+		s.cfg.Logf("session from %v: %d bytes in %s, %d checked, %d mismatched", peer, rep.Bytes, plural(rep.Chunks, "chunk"), rep.Checked, rep.Mismatch)
+	}
+	if err == nil && rep.Error != "" {
+		err = errors.New(rep.Error)
+	}
+	return helloed, err
+}
+
+// plural returns "1 chunk" or "n chunks".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // serverState is a session's state in the driver goroutine.
@@ -195,58 +300,118 @@ func (st *serverState) onEvent(_ mtime.Time, ep *mrc.Endpoint, ev mrc.Event) {
 	}
 }
 
-func (h *hello) validate() error {
-	switch {
-	case h.Version != Version:
-		return fmt.Errorf("protocol version %d, want %d", h.Version, Version)
-	case h.Planes < 1 || h.Planes > mrc.MaxPlanes:
-		return fmt.Errorf("%d planes", h.Planes)
-	case !h.TCP && (len(h.Ports) != h.Planes || len(h.Sockets) != h.Planes):
-		return fmt.Errorf("%d ports and %d sockets for %d planes", len(h.Ports), len(h.Sockets), h.Planes)
-	case h.Chunk < 1 || h.Chunk > 1<<30 || h.RingChunks < 2 || h.RingChunks > 1024 || int64(h.Chunk)*int64(h.RingChunks+1) > 4<<30:
-		return fmt.Errorf("chunk %d × ring %d", h.Chunk, h.RingChunks)
-	case h.Bytes < 0 || h.Drop < 0 || h.Drop > 1:
-		return fmt.Errorf("bad transfer shape")
-	}
-	return nil
-}
-
-func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, error) {
+// session serves one connection: hello, ready, the transfer, the report.
+// helloed reports whether the hello was accepted.
+func (s *Server) session(ctx context.Context, t *tracked) (rep ServerReport, helloed bool, err error) {
+	conn := t.conn
 	lc := newLineConn(conn)
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var h hello
-	if err := lc.recv(&h); err != nil {
-		return ServerReport{}, err
+	h, err := s.readHello(conn, lc)
+	if err != nil {
+		return rep, false, err
 	}
-	if err := h.validate(); err != nil {
-		lc.send(ready{Error: err.Error()})
-		return ServerReport{}, fmt.Errorf("bad hello: %w", err)
-	}
+	t.idle.Store(false)
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })
+	defer stop()
 	if h.TCP {
-		return tcpServe(conn, lc, h)
+		rep, err = tcpServe(ctx, conn, lc, h, s.cfg.Limits.IdleTimeout)
+		return rep, true, stopped(ctx, lc, err)
 	}
 	st := &serverState{h: h}
 	d, mr, err := s.open(conn, st)
 	if err != nil {
 		lc.send(ready{Error: err.Error()})
-		return ServerReport{}, err
+		return rep, true, err
 	}
 	defer d.Close()
 	s.metrics.set(d)
 	defer s.metrics.set(nil)
 	gso, gro := d.offloads()
-	if err := lc.send(ready{Ports: d.ports, Sockets: d.sockets, QPN: d.qpn, MR: mr, GSO: gso, GRO: gro}); err != nil {
-		return ServerReport{}, err
+	if err := lc.send(ready{Ports: d.ports, Sockets: d.sockets, QPN: d.qpn, PSN: d.psn, MR: mr, GSO: gso, GRO: gro}); err != nil {
+		return rep, true, err
 	}
-	// Wait for the client's done; a client that goes away closes the
-	// connection (or TCP keepalive notices).
+	dn, err := s.waitDone(conn, lc, d, t)
+	if err != nil && t.shed.Load() {
+		conn.SetWriteDeadline(time.Now().Add(time.Second))
+		lc.send(ServerReport{Error: errShed.Error()})
+	}
+	if err != nil {
+		return rep, true, stopped(ctx, lc, err)
+	}
+	rep = s.report(d, st, dn)
+	return rep, true, lc.send(rep)
+}
+
+// readHello reads and checks the client's hello, answering a bad one with
+// an error.
+func (s *Server) readHello(conn net.Conn, lc *lineConn) (hello, error) {
+	conn.SetReadDeadline(time.Now().Add(s.cfg.Limits.HelloTimeout))
+	var h hello
+	if err := lc.recv(&h); err != nil {
+		lc.send(ready{Error: err.Error()})
+		return h, fmt.Errorf("no hello: %w", err)
+	}
+	peer := conn.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	if err := h.validate(peer, s.cfg.Limits); err != nil {
+		lc.send(ready{Error: err.Error()})
+		return h, fmt.Errorf("bad hello: %w", err)
+	}
+	return h, nil
+}
+
+// stopped tells the client the server is stopping when ctx ended the
+// session, and returns the error to log.
+func stopped(ctx context.Context, lc *lineConn, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	lc.send(ServerReport{Error: ErrStopped.Error()})
+	return ErrStopped
+}
+
+// waitDone waits for the client's done while the datapath moves data. The
+// session is idle (sheddable) while the datapath has received nothing for
+// a second, and ends after Limits.IdleTimeout of that.
+func (s *Server) waitDone(conn net.Conn, lc *lineConn, d *session, t *tracked) (done, error) {
 	conn.SetReadDeadline(time.Time{})
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })
-	defer stop()
 	var dn done
-	if err := lc.recv(&dn); err != nil {
-		return ServerReport{}, err
+	msg := make(chan error, 1)
+	go func() { msg <- lc.recv(&dn) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, quiet := rxPackets(d), time.Duration(0)
+	for {
+		select {
+		case err := <-msg:
+			return dn, err
+		case <-tick.C:
+			n := rxPackets(d)
+			if n != last {
+				last, quiet = n, 0
+				t.idle.Store(false)
+				continue
+			}
+			quiet += time.Second
+			t.idle.Store(true)
+			if quiet >= s.cfg.Limits.IdleTimeout {
+				conn.SetReadDeadline(time.Now())
+				<-msg
+				return dn, fmt.Errorf("the client was idle for %v", quiet)
+			}
+		}
 	}
+}
+
+// rxPackets returns the datagrams the session's driver has received.
+func rxPackets(d *session) uint64 {
+	var n uint64
+	for _, p := range d.Stats().RxPackets {
+		n += p
+	}
+	return n
+}
+
+// report gathers the server's report once the client is done.
+func (s *Server) report(d *session, st *serverState, dn done) ServerReport {
 	// Every chunk completed at the client has been placed here, but its
 	// event may still be on its way through the driver.
 	var rep ServerReport
@@ -264,7 +429,7 @@ func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, erro
 	d.Do(func(_ mtime.Time, e *mrc.Endpoint) error {
 		s := e.Stats()
 		rep.SACKs, rep.NACKs, rep.Dups, rep.Dropped = s.SACKsSent, s.NACKsSent, s.Duplicates, s.Dropped()
-		rep.CEReceived, rep.TrimmedReceived = s.CEReceived, s.TrimmedReceived
+		rep.CEReceived, rep.TrimmedReceived, rep.ControlDropped = s.CEReceived, s.TrimmedReceived, s.ControlDropped
 		for r, n := range s.Drops {
 			if n > 0 {
 				if rep.DropReasons == nil {
@@ -280,14 +445,15 @@ func (s *Server) session(ctx context.Context, conn net.Conn) (ServerReport, erro
 		return nil
 	})
 	rep.Overflows = d.bindStats().RecvOverflows
+	rep.Malformed = d.Stats().RxMalformed
 	switch {
 	case dn.Failed != "":
 		rep.Error = "client failed: " + dn.Failed
 	case rep.Chunks < dn.Chunks:
 		rep.Error = fmt.Sprintf("%d of %d chunks arrived", rep.Chunks, dn.Chunks)
 	}
-	rep.Verified = !h.Phantom && rep.Error == "" && rep.Chunks == dn.Chunks && rep.Checked == rep.Chunks && rep.Mismatch == 0
-	return rep, lc.send(rep)
+	rep.Verified = !st.h.Phantom && rep.Error == "" && rep.Chunks == dn.Chunks && rep.Checked == rep.Chunks && rep.Mismatch == 0
+	return rep
 }
 
 // session is a running endpoint with its QP, on either side.
@@ -300,6 +466,7 @@ type session struct {
 	sockets []netip.AddrPort
 	qp      *mrc.QP
 	qpn     uint32
+	psn     uint32 // the QP's first PSN, drawn at random
 	encap   mrc.Encap
 	paths   *udpio.PathTable
 	host    string    // "client" or "server", for metrics and captures
@@ -331,6 +498,7 @@ type sessionConfig struct {
 	capture     *capture         // packet capture, or nil
 	trace       *evTracer        // EV state changes, or nil
 	noPoll      bool
+	phantom     bool // the peer sends phantom payloads
 }
 
 // offloads reports whether the session's bind uses UDP GSO and GRO.
@@ -395,8 +563,8 @@ func openSession(c sessionConfig) (*session, error) {
 		bind = std
 		ports = coreAddrs(r, c.planes)
 	}
-	s := &session{bind: bind, std: std, native: native, ports: ports, encap: c.encap, paths: c.paths, host: c.host, capture: c.capture, trace: c.trace}
-	opt := udpio.Options{FlowLabels: c.flowLabels && !c.native, OnEvent: c.onEvent, Tap: c.tap, NoPoll: c.noPoll}
+	s := &session{bind: bind, std: std, native: native, ports: ports, encap: c.encap, paths: c.paths, host: c.host, capture: c.capture, trace: c.trace, psn: randomPSN()}
+	opt := udpio.Options{FlowLabels: c.flowLabels && !c.native, OnEvent: c.onEvent, Tap: c.tap, NoPoll: c.noPoll, Phantom: c.phantom}
 	if c.capture != nil {
 		opt.Tap = func(tx mrc.Transmit, pkt []byte) {
 			if c.tap != nil {
@@ -459,6 +627,14 @@ func openSession(c sessionConfig) (*session, error) {
 	return s, nil
 }
 
+// randomPSN draws a QP's first PSN, so that a blind attacker cannot guess
+// the window (as RoCE does; issue 10).
+func randomPSN() uint32 {
+	var b [4]byte
+	crand.Read(b[:])
+	return binary.BigEndian.Uint32(b[:]) & maxQPN
+}
+
 // open starts the server's side of a session.
 func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) {
 	h := &st.h
@@ -480,7 +656,7 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 	ses, err := openSession(sessionConfig{
 		host: "server", ip: ip, planes: h.Planes, mtu: h.MTU, evs: h.EVs, sourcePorts: h.SourcePorts, flowLabels: h.FlowLabels,
 		seed: h.Seed ^ 0x5e7e, baseRTT: h.BaseRTT, lossTimer: h.LossTimeout, drop: h.Drop, dropped: &st.dropped, skipICRC: h.SkipICRC,
-		onEvent: st.onEvent, native: h.Native, nativePorts: s.cfg.Ports, encap: encap, paths: s.cfg.Paths, capture: s.capture,
+		onEvent: st.onEvent, native: h.Native, nativePorts: s.cfg.Ports, encap: encap, paths: s.cfg.Paths, capture: s.capture, phantom: h.Phantom,
 	})
 	if err != nil {
 		return nil, mrc.MR{}, err
@@ -506,7 +682,7 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 			return err
 		}
 		q := ses.qp
-		rtr := mrc.RTRAttr{RemoteQPN: h.QPN, Remote: h.Ports}
+		rtr := mrc.RTRAttr{RemoteQPN: h.QPN, Remote: h.Ports, RecvPSN: h.PSN}
 		if rtr.Paths, err = ses.pathFunc(h.Ports); err != nil {
 			return err
 		}
@@ -521,7 +697,7 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 		// not to have had and probes them, but drops the answers (the
 		// core takes SACKs only in RTS), so those EVs would stay
 		// retired.
-		return q.ReadyToSend(now, mrc.RTSAttr{})
+		return q.ReadyToSend(now, mrc.RTSAttr{SendPSN: ses.psn})
 	})
 	if err != nil {
 		ses.Close()

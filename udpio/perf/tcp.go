@@ -13,22 +13,24 @@ import (
 // pattern on the control connection, and the server reads each into its
 // ring slot and checks it, so both transports do the same work per byte.
 
-func tcpServe(conn net.Conn, lc *lineConn, h hello) (ServerReport, error) {
+// tcpServe is the server's side of the baseline; a client that sends
+// nothing for idle ends it.
+func tcpServe(ctx context.Context, conn net.Conn, lc *lineConn, h hello, idle time.Duration) (ServerReport, error) {
 	if err := lc.send(ready{}); err != nil {
 		return ServerReport{}, err
 	}
-	conn.SetReadDeadline(time.Time{})
 	region := make([]byte, h.Chunk*h.RingChunks)
 	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
-	// The JSON decoder may have buffered the first bytes of data.
-	r, err := lc.rest()
-	if err != nil {
-		return ServerReport{}, err
-	}
+	// The line reader may have buffered the first bytes of data.
+	r := lc.rest()
 	var rep ServerReport
 	for k := int64(0); h.Bytes == 0 || rep.Bytes < h.Bytes; k++ {
 		n := chunkLen(k, h.Bytes, h.Chunk)
 		src, dst := slots(k, h.RingChunks, h.Chunk)
+		conn.SetReadDeadline(time.Now().Add(idle))
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
 		m, err := io.ReadFull(r, region[dst:dst+n])
 		if err == io.EOF && h.Bytes == 0 {
 			break // the client stopped after a whole chunk
@@ -61,16 +63,27 @@ func runTCP(ctx context.Context, cfg ClientConfig, conn *net.TCPConn, lc *lineCo
 	}
 	res := &Result{Config: cfg}
 	start := time.Now()
+	lastProgress := start
 	for k := int64(0); ; k++ {
 		if cfg.Bytes > 0 && res.Bytes >= cfg.Bytes || cfg.Duration > 0 && time.Now().After(end) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
+			res.Seconds, res.Interrupted = time.Since(start).Seconds(), true
+			res.Gbps = float64(res.Bytes) * 8 / res.Seconds / 1e9
 			return res, err
+		}
+		if cfg.Progress != nil && time.Since(lastProgress) >= time.Second {
+			lastProgress = time.Now()
+			cfg.Progress(Progress{Bytes: res.Bytes, Total: cfg.Bytes, Elapsed: time.Since(start)})
 		}
 		n := chunkLen(k, cfg.Bytes, cfg.Chunk)
 		src, _ := slots(k, cfg.RingChunks, cfg.Chunk)
 		if _, err := conn.Write(pat[src : src+n]); err != nil {
+			if ctx.Err() != nil {
+				res.Seconds, res.Interrupted = time.Since(start).Seconds(), true
+				return res, ctx.Err()
+			}
 			return res, fmt.Errorf("tcp: %w", err)
 		}
 		res.Bytes += int64(n)

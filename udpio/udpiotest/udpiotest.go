@@ -27,6 +27,11 @@ type Config struct {
 	// CE is the probability that an ECN-capable datagram arrives marked
 	// Congestion Experienced.
 	CE float64
+	// GRO makes the receive functions pack datagrams back to back into
+	// their buffers (up to udpio.MaxSegments each), as UDP GRO does, so
+	// that one call returns as many datagrams as are waiting, up to a
+	// thousand.
+	GRO bool
 }
 
 // ChannelBind is one side of an in-memory link pair. Its plane p's
@@ -148,22 +153,18 @@ func (c *ChannelBind) PollFuncs() []udpio.ReceiveFunc {
 
 func (c *ChannelBind) pollFunc(plane int) udpio.ReceiveFunc {
 	return func(bufs [][]byte, dgs []udpio.Datagram) (int, error) {
-		n := 0
-		for n < len(bufs) && n < len(dgs) {
+		pk := c.newPacker(plane, bufs, dgs)
+		for pk.room() {
 			select {
-			case pk := <-c.links[plane]:
-				m := copy(bufs[n], pk.buf)
-				dgs[n] = udpio.Datagram{Buf: bufs[n][:m], Plane: plane, From: pk.from, TClass: pk.tc, FlowLabel: pk.flow, HasFlowLabel: true}
-				n++
+			case p := <-c.links[plane]:
+				pk.take(p)
 			case <-c.closed:
 				return 0, net.ErrClosed
 			default:
-				c.Delivered.Add(uint64(n))
-				return n, nil
+				return pk.done(), nil
 			}
 		}
-		c.Delivered.Add(uint64(n))
-		return n, nil
+		return pk.done(), nil
 	}
 }
 
@@ -172,18 +173,13 @@ func (c *ChannelBind) receiveFunc(plane int) udpio.ReceiveFunc {
 		if len(bufs) == 0 || len(dgs) == 0 {
 			return 0, fmt.Errorf("udpiotest: empty batch")
 		}
-		n := 0
-		take := func(pk packet) {
-			m := copy(bufs[n], pk.buf)
-			dgs[n] = udpio.Datagram{Buf: bufs[n][:m], Plane: plane, From: pk.from, TClass: pk.tc, FlowLabel: pk.flow, HasFlowLabel: true}
-			n++
-		}
+		pk := c.newPacker(plane, bufs, dgs)
 		if !c.wait() {
 			return 0, net.ErrClosed
 		}
 		select {
-		case pk := <-c.links[plane]:
-			take(pk)
+		case p := <-c.links[plane]:
+			pk.take(p)
 		case <-c.closed:
 			return 0, net.ErrClosed
 		}
@@ -191,19 +187,73 @@ func (c *ChannelBind) receiveFunc(plane int) udpio.ReceiveFunc {
 		if !c.wait() {
 			return 0, net.ErrClosed
 		}
-		for n < len(bufs) && n < len(dgs) {
+		for pk.room() {
 			select {
-			case pk := <-c.links[plane]:
-				take(pk)
+			case p := <-c.links[plane]:
+				pk.take(p)
 			default:
-				c.Delivered.Add(uint64(n))
-				return n, nil
+				return pk.done(), nil
 			}
 		}
-		c.Delivered.Add(uint64(n))
-		return n, nil
+		return pk.done(), nil
 	}
 }
+
+// packer fills one receive call's buffers: a datagram per buffer, or with
+// Config.GRO back to back.
+type packer struct {
+	c     *ChannelBind
+	plane int
+	bufs  [][]byte
+	dgs   []udpio.Datagram
+	n     int // datagrams taken
+	buf   int // buffer being filled
+	off   int // bytes used in it
+	segs  int // datagrams in it
+}
+
+// maxDatagram bounds what a link carries: an MTU of 9000 and MRC's headers.
+const maxDatagram = 9216 + 512
+
+func (c *ChannelBind) newPacker(plane int, bufs [][]byte, dgs []udpio.Datagram) *packer {
+	return &packer{c: c, plane: plane, bufs: bufs, dgs: dgs}
+}
+
+// room reports whether another datagram fits.
+func (p *packer) room() bool {
+	if p.n >= len(p.dgs) {
+		return false
+	}
+	if !p.c.cfg.GRO {
+		return p.n < len(p.bufs)
+	}
+	fits := p.segs < udpio.MaxSegments && p.off+maxDatagram <= len(p.bufs[p.buf])
+	return fits || p.buf+1 < len(p.bufs)
+}
+
+func (p *packer) take(pk packet) {
+	if p.c.cfg.GRO {
+		if p.segs == udpio.MaxSegments || p.off+len(pk.buf) > len(p.bufs[p.buf]) {
+			p.buf, p.off, p.segs = p.buf+1, 0, 0
+		}
+	} else {
+		p.buf, p.off = p.n, 0
+	}
+	b := p.bufs[p.buf][p.off:]
+	m := copy(b, pk.buf)
+	p.dgs[p.n] = udpio.Datagram{Buf: b[:m:m], Plane: p.plane, From: pk.from, TClass: pk.tc, FlowLabel: pk.flow, HasFlowLabel: true}
+	p.n++
+	p.off += m
+	p.segs++
+}
+
+func (p *packer) done() int {
+	p.c.Delivered.Add(uint64(p.n))
+	return p.n
+}
+
+// Queued returns the datagrams waiting on plane's link into this side.
+func (c *ChannelBind) Queued(plane int) int { return len(c.links[plane]) }
 
 // Close closes the bind; its ReceiveFuncs return net.ErrClosed.
 func (c *ChannelBind) Close() error {

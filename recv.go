@@ -279,6 +279,10 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		return
 	}
 	if trimmed {
+		if fresh {
+			// Its payload is gone; a full packet is the usual size.
+			e.noteOffered(now, uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU))))
+		}
 		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
 	}
@@ -296,6 +300,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		return
 	}
 	size := uint64(p.PayloadLen)
+	e.noteOffered(now, size)
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
@@ -517,7 +522,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		probe:   probe,
 		ooo:     uint16(min(r.win.Ahead(), 1<<15-1)),
 		rcvd:    uint32((r.rcvdBytes + 255) / 256),
-		pen:     r.penalty,
+		pen:     q.rcvPenalty(q.now),
 		restore: r.restore,
 	})
 	r.restore = false

@@ -85,6 +85,8 @@ type Endpoint struct {
 	epWork  bool       // an endpoint message is due
 	epTimer mtime.Time // when the next endpoint message falls due
 
+	rfc rcvFlow // the responder's own flow control
+
 	rx wire.Packet // decode scratch
 	tx wire.Packet // encode scratch
 }

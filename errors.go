@@ -28,6 +28,14 @@ var (
 	// ErrRemoteFatal: the peer reported a fatal error (NACK UNEXP_EVENT) or
 	// a WRITE_IMM limit violation.
 	ErrRemoteFatal = errors.New("mrc: peer reported a fatal error")
+	// ErrRemoteAccess: the peer refused a WRITE's memory access (a RoCE
+	// NAK remote-access error: an R_Key it does not know, a range
+	// outside the region, a region closed to remote writes or of another
+	// protection domain).
+	ErrRemoteAccess = errors.New("mrc: peer refused the remote memory access")
+	// ErrRemoteInvalid: the peer could not execute a WRITE as sent (a
+	// RoCE NAK invalid request, e.g. a phantom payload into real memory).
+	ErrRemoteInvalid = errors.New("mrc: peer rejected an invalid request")
 	// ErrFlushed: the work request was not executed because the QP entered
 	// ERROR.
 	ErrFlushed = errors.New("mrc: work request flushed")

@@ -128,6 +128,7 @@ func FuzzHandleDatagram(f *testing.F) {
 		f.Add(p, uint8(0))
 	}
 	f.Add([]byte{0x60}, uint8(1))
+	addAETHSeeds(f, pkts)
 	// One endpoint pair serves every input, so state left by one input
 	// meets the next: more hostile, and cheap enough to fuzz fast.
 	x := newTransfer(f, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
@@ -140,7 +141,7 @@ func FuzzHandleDatagram(f *testing.F) {
 		if s1.Dropped() == s0.Dropped() && s1.DataReceived == s0.DataReceived &&
 			s1.Duplicates == s0.Duplicates && s1.TrimmedReceived == s0.TrimmedReceived &&
 			s1.SACKsReceived == s0.SACKsReceived && s1.NACKsReceived == s0.NACKsReceived &&
-			s1.AnswersWithheld == s0.AnswersWithheld {
+			s1.ProtNAKsRecv == s0.ProtNAKsRecv && s1.AnswersWithheld == s0.AnswersWithheld {
 			// Probes and endpoint operations are answered, not counted.
 			var p wire.Packet
 			if err := p.Decode(pkt); err != nil || (p.BTH.Opcode != wire.OpProbe && p.BTH.DestQP != wire.QPNEndpoint) {
@@ -159,6 +160,22 @@ func FuzzHandleDatagram(f *testing.F) {
 			}
 		}
 	})
+}
+
+// addAETHSeeds adds RoCE NAKs (AETH), one per syndrome kind, made from the
+// captured SACKs: the parse paths of protection errors.
+func addAETHSeeds(f *testing.F, pkts [][]byte) {
+	for _, b := range pkts {
+		var p wire.Packet
+		if p.Decode(b) != nil || p.BTH.Opcode != wire.OpSACK {
+			continue
+		}
+		for _, syn := range []uint8{wire.AETHAck, wire.AETHNakPSNSeqError, wire.AETHNakInvalidRequest, wire.AETHNakRemoteAccess, wire.AETHNakRemoteOperation} {
+			p.BTH.Opcode, p.AETH = wire.OpAck, wire.AETH{Syndrome: syn, MSN: 1}
+			f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+		}
+		return
+	}
 }
 
 // FuzzHandleDatagramRealMemory feeds arbitrary bytes, mutations of genuine

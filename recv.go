@@ -76,8 +76,11 @@ type acks struct {
 	probeAnswer  uint16
 
 	// Per-RTT allowances of answers to trimmed headers, duplicates and
-	// probes.
+	// probes, and of RoCE NAKs of protection errors: one for first
+	// transmissions, one for retransmissions (which confirm an error to
+	// the requester: onAETH).
 	trimNACKs, dupSACKs, probeSACKs budget
+	protNAKs, protNAKsRtx           budget
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -229,6 +232,8 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		q.pathFeedback(now, &p.SACK)
 	case op == wire.OpNACK && q.state == StateRTS:
 		q.tx.onNACK(q, now, port, &p.NACK)
+	case op == wire.OpAck && q.state == StateRTS && nakError(p.AETH.Syndrome) != nil:
+		q.tx.onAETH(q, now, port, psn.PSN(p.BTH.PSN), p.AETH.Syndrome)
 	case op == wire.OpProbe:
 		q.rx.onProbe(q, now, port, p)
 	default:
@@ -269,9 +274,16 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	reg, off, why := q.placement(p, phantom, trimmed, fresh)
 	if why != dropNone {
 		q.ep.drop(now, &q.stats, q.qpn, why)
+		if fresh {
+			q.nakProtection(now, t0, why, p.METH.MSN, p.BTH.Rtx)
+		}
 		return
 	}
 	if trimmed {
+		if fresh {
+			// Its payload is gone; a full packet is the usual size.
+			e.noteOffered(now, uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU))))
+		}
 		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
 	}
@@ -297,6 +309,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		return
 	}
 	size := uint64(p.PayloadLen)
+	e.noteOffered(now, size)
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
@@ -379,6 +392,41 @@ func (q *QP) placement(p *wire.Packet, phantom, trimmed, fresh bool) (*memreg.Re
 		return nil, 0, DropWimmLimit
 	}
 	return reg, off, dropNone
+}
+
+// protSyndrome returns the RoCE NAK syndrome that reports a failed memory
+// check, or 0 for a drop that stays silent.
+func protSyndrome(why DropReason) uint8 {
+	switch why {
+	case DropBadRKey, DropAccess, DropBounds:
+		return wire.AETHNakRemoteAccess
+	case DropPhantom:
+		return wire.AETHNakInvalidRequest
+	}
+	return 0
+}
+
+// nakProtection answers a packet that passed the QP, source and ICRC
+// checks but failed a memory check with a RoCE NAK (AETH), so that the
+// requester fails the QP with the cause rather than blaming its paths
+// (docs/spec-gaps.md, "Protection errors"). At most one NAK of a first
+// transmission and one of a retransmission go out per RTT: a forged
+// packet gets at most one small answer.
+func (q *QP) nakProtection(now mtime.Time, t0 trigger, why DropReason, msn uint16, rtx bool) {
+	syn := protSyndrome(why)
+	if syn == 0 {
+		return
+	}
+	a := q.rx.ack()
+	b := &a.protNAKs
+	if rtx {
+		b = &a.protNAKsRtx
+	}
+	if !q.allowAnswer(now, b, 1) {
+		return
+	}
+	q.rx.queue(q, ctrlPkt{kind: KindNACK, seq: msn, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, aeth: syn})
+	q.ep.markReady(q)
 }
 
 // recvTrimmed NACKs a trimmed header at once, so that the requester
@@ -501,7 +549,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		probe:   probe,
 		ooo:     uint16(min(r.win.Ahead(), 1<<15-1)),
 		rcvd:    uint32((r.rcvdBytes + 255) / 256),
-		pen:     r.penalty,
+		pen:     q.rcvPenalty(q.now),
 		restore: r.restore,
 	})
 	r.restore = false
@@ -530,6 +578,7 @@ type ctrlPkt struct {
 	pen     uint8
 	restore bool
 	reason  wire.NackReason
+	aeth    uint8 // a RoCE NAK with this AETH syndrome (seq is the MSN) instead of a NACK
 }
 
 // ctrlQueue is a bounded FIFO of control packets. When full, it drops the
@@ -599,14 +648,18 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 				RcvdBytes:   c.rcvd & (1<<24 - 1),
 			},
 		}
-	default:
+	case KindNACK:
+		if c.aeth != 0 {
+			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpAck, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
+			pk.AETH = wire.AETH{Syndrome: c.aeth, MSN: uint32(c.seq)}
+			q.stats.ProtNAKsSent++
+			break
+		}
 		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpNACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
 		pk.NACK = wire.NACK{Reason: c.reason, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
-	}
-	n := len(wire.AppendPacket(buf[:0], pk, nil))
-	if c.kind == KindNACK {
 		q.stats.NACKsSent++
 	}
+	n := len(wire.AppendPacket(buf[:0], pk, nil))
 	if c.kind == KindSACK {
 		q.stats.SACKsSent++
 		a := q.rx.acks

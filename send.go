@@ -38,7 +38,15 @@ type txPkt struct {
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
+	nak        uint8 // what a RoCE NAK said of it: nakNone, nakAccused, nakConfirming
 }
+
+// What RoCE NAKs said of a PSN (onAETH).
+const (
+	nakNone       uint8 = iota
+	nakAccused          // NAKed once; its retransmission is queued
+	nakConfirming       // NAKed, and retransmitted since: a NAK now is confirmed
+)
 
 // wqe is a posted WRITE.
 type wqe struct {
@@ -244,6 +252,9 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
+	if r.nak == nakAccused {
+		r.nak = nakConfirming
+	}
 	if r.rtx < 255 {
 		r.rtx++
 	}
@@ -571,6 +582,52 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		q.cc.OnLoss(now, int(r.size))
 	}
 	q.ep.markReady(q)
+}
+
+// nakError returns the error a RoCE NAK with AETH syndrome syn names, or
+// nil for a syndrome that is not a NAK MRC acts on (an ACK, a PSN
+// sequence error: MRC has no go-back-N).
+func nakError(syn uint8) error {
+	switch syn {
+	case wire.AETHNakRemoteAccess:
+		return ErrRemoteAccess
+	case wire.AETHNakInvalidRequest:
+		return ErrRemoteInvalid
+	case wire.AETHNakRemoteOperation:
+		return ErrRemoteFatal
+	}
+	return nil
+}
+
+// onAETH processes a RoCE NAK: the responder refused PSN p's memory
+// access (docs/spec-gaps.md, "Protection errors"). No path is to blame
+// and the congestion window is untouched. Like a fatal NACK, the NAK must
+// be credible: it names a PSN sent and not acknowledged and arrived on a
+// plane the QP uses from the peer's address (checked in handle). And
+// since an on-path forger can make the responder NAK a packet it forged,
+// one NAK only queues p for retransmission: the QP fails when a NAK comes
+// back for p after that retransmission went out, about one RTT plus the
+// responder's NAK interval after the first, well before a loss timer
+// could blame an EV. A forged packet whose PSN the real one then fills
+// is not NAKed again (the responder NAKs only PSNs it has not received).
+func (s *sender) onAETH(q *QP, now mtime.Time, port int, p psn.PSN, syn uint8) {
+	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state == pktAcked || !q.evs.PlaneUp(port) {
+		q.ep.drop(now, &q.stats, q.qpn, DropFatalNACK)
+		return
+	}
+	r := s.rec(p)
+	switch r.nak {
+	case nakNone:
+		q.stats.ProtNAKsRecv++
+		r.nak = nakAccused
+		if r.state == pktInFlight {
+			s.requeue(p)
+		}
+		q.ep.markReady(q)
+	case nakConfirming:
+		q.stats.ProtNAKsRecv++
+		q.fail(now, nakError(syn))
+	}
 }
 
 // requeue takes p out of flight and queues it for retransmission.

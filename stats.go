@@ -23,7 +23,7 @@ const (
 	DropAccess                        // the R_Key's region is local-only or of another protection domain
 	DropPortStatus                    // a port status update claiming every port down, or over its rate
 	DropBadEV                         // a SACK or NACK reflecting an EV that is not one of the QP's
-	DropFatalNACK                     // a fatal NACK naming no PSN in flight, or from a plane the QP does not use
+	DropFatalNACK                     // a fatal NACK or RoCE NAK naming no PSN in flight, or from a plane the QP does not use
 	numDropReasons
 
 	dropNone = numDropReasons // placement: no reason to drop
@@ -58,6 +58,7 @@ type Stats struct {
 	RetryTimeouts   uint64 // QP timeout/retry backstop expirations
 	WritesDone      uint64 // WRITE/WRITE_IMM completed at the requester
 	SpuriousRetrans uint64 // retransmitted packets whose original was acked
+	ProtNAKsRecv    uint64 // credible RoCE NAKs (protection errors) received
 
 	// Responder side.
 	DataReceived    uint64 // data packets accepted (new PSNs)
@@ -67,6 +68,7 @@ type Stats struct {
 	CEReceived      uint64 // data packets that arrived CE-marked
 	SACKsSent       uint64
 	NACKsSent       uint64
+	ProtNAKsSent    uint64 // RoCE NAKs (AETH) sent for protection errors
 	ControlDropped  uint64 // SACKs and NACKs dropped because the control queue was full
 	ImmsDelivered   uint64 // WRITE_IMM completions delivered
 	AnswersWithheld uint64 // NACKs of trims, SACKs of duplicates and probe answers over their per-RTT bound
@@ -106,6 +108,7 @@ func (s *Stats) add(o *Stats) {
 	s.RetryTimeouts += o.RetryTimeouts
 	s.WritesDone += o.WritesDone
 	s.SpuriousRetrans += o.SpuriousRetrans
+	s.ProtNAKsRecv += o.ProtNAKsRecv
 	s.DataReceived += o.DataReceived
 	s.PayloadReceived += o.PayloadReceived
 	s.Duplicates += o.Duplicates
@@ -113,6 +116,7 @@ func (s *Stats) add(o *Stats) {
 	s.CEReceived += o.CEReceived
 	s.SACKsSent += o.SACKsSent
 	s.NACKsSent += o.NACKsSent
+	s.ProtNAKsSent += o.ProtNAKsSent
 	s.ControlDropped += o.ControlDropped
 	s.ImmsDelivered += o.ImmsDelivered
 	s.AnswersWithheld += o.AnswersWithheld

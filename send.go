@@ -406,8 +406,8 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	}
 	base := cack.Add(int(sk.SackOffset))
 	for bm := sk.SackBitmap; bm != 0; {
-		i := bits.LeadingZeros64(bm)
-		bm &^= 1 << (63 - i)
+		i := bits.TrailingZeros64(bm)
+		bm &= bm - 1
 		if p := base.Add(i); inFlight(p) {
 			newly += s.acknowledge(q, now, p)
 		}
@@ -451,7 +451,7 @@ func (s *sender) checkSACK(q *QP, sk *wire.SACK) DropReason {
 		return DropStale
 	}
 	if bm := sk.SackBitmap; bm != 0 {
-		last := cack.Add(int(sk.SackOffset) + 63 - bits.TrailingZeros64(bm))
+		last := cack.Add(int(sk.SackOffset) + 63 - bits.LeadingZeros64(bm))
 		if !last.Less(s.nxt) {
 			return DropStale
 		}

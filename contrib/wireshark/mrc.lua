@@ -387,12 +387,13 @@ local function dissect_sack(tvb, t, info)
     local base = (cack + soff) % 16777216
     s:add(f.s_base, base):set_generated()
     local bm = s:add(f.s_bitmap, tvb(20, 8))
-    -- Bit i of the bitmap (i = 0 the MSB of the big-endian field) is PSN base+i.
+    -- Bit i of the bitmap (i = 0 the LSB of the big-endian field, b0 of its
+    -- last byte) is PSN base+i.
     local hi, lo = tvb(20, 4):uint(), tvb(24, 4):uint()
     local psns = {}
     for i = 0, 63 do
         local set
-        if i < 32 then set = bits(hi, 31 - i, 1) == 1 else set = bits(lo, 63 - i, 1) == 1 end
+        if i < 32 then set = bits(lo, i, 1) == 1 else set = bits(hi, i - 32, 1) == 1 end
         if set then psns[#psns + 1] = (base + i) % 16777216 end
     end
     local ranges = psn_ranges(psns)

@@ -584,8 +584,8 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 		var r wire.EPResponse
 		must(r.Decode(b[off:]))
 		f.EETH = &EETH{Type: int(r.Type), NextHdr: int(r.NextHdr), Resv1: int(r.Resv1), Op: int(r.Op), OpName: r.Op.String(),
-			Resv2: int(r.Resv2), PortStatusMask: r.PortStatusMask, PlanesUp: planesUp(r.PortStatusMask), ReqID: int(r.ReqID),
-			Resv10: fmt.Sprintf("%x", r.Resv10), TxTimestamp: int(r.TxTimestamp), Resv30: fmt.Sprintf("%x", r.Resv30)}
+			Resv2: int(r.Resv2), PortStatusMask: r.PortStatusMask, PlanesUp: planesUp(r.PortStatusMask),
+			Resv8: fmt.Sprintf("%x", r.Resv8), TxTimestamp: int(r.TxTimestamp), Resv30: fmt.Sprintf("%x", r.Resv30)}
 	}
 	return true
 }

@@ -113,7 +113,7 @@ func edgeCases(t testing.TB) []edgeCase {
 	erPkt := wire.AppendPacket(nil, &er, nil)
 	ep := base(wire.OpEndpointResponse, 0xC0001002, 0)
 	ep.BTH.DestQP = wire.QPNEndpoint
-	ep.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: 0b11, ReqID: 7, TxTimestamp: 3}
+	ep.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: 0b11, TxTimestamp: 3}
 	epPkt := wire.AppendPacket(nil, &ep, nil)
 
 	// Damaged packets.
@@ -252,7 +252,7 @@ func edgeCases(t testing.TB) []edgeCase {
 			}
 		}},
 		{name: "endpoint_response", dgram: epPkt, check: func(t *testing.T, f *Frame) {
-			if f.EETH.OpName != "EV_PROBE" || f.EETH.ReqID != 7 || f.EETH.TxTimestamp != 3 || len(f.EETH.PlanesUp) != 2 {
+			if f.EETH.OpName != "EV_PROBE" || f.EETH.Op != 1 || f.EETH.TxTimestamp != 3 || len(f.EETH.PlanesUp) != 2 {
 				t.Errorf("eeth %+v", f.EETH)
 			}
 		}},

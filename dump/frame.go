@@ -269,10 +269,9 @@ type EETH struct {
 	Resv2          int    `json:"resv2"`
 	PortStatusMask uint32 `json:"port_status_mask"`
 	PlanesUp       []int  `json:"planes_up"`
-	ReqID          int    `json:"req_id"`
-	Resv10         string `json:"resv10"` // hex, 18 bytes
-	TxTimestamp    int    `json:"tx_timestamp"`
-	Resv30         string `json:"resv30"` // hex, 6 bytes
+	Resv8          string `json:"resv8"`        // hex, 20 bytes
+	TxTimestamp    int    `json:"tx_timestamp"` // echoed from the request: what matches the two
+	Resv30         string `json:"resv30"`       // hex, 6 bytes
 }
 
 // Payload describes the payload of a data packet.

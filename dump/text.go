@@ -55,7 +55,7 @@ func summary(f *Frame) string {
 	case f.ERTH != nil:
 		fmt.Fprintf(&s, " %s planes up %s", f.ERTH.OpName, ints(f.ERTH.PlanesUp))
 	case f.EETH != nil:
-		fmt.Fprintf(&s, " %s req %d planes up %s", f.EETH.OpName, f.EETH.ReqID, ints(f.EETH.PlanesUp))
+		fmt.Fprintf(&s, " %s ts %d planes up %s", f.EETH.OpName, f.EETH.TxTimestamp, ints(f.EETH.PlanesUp))
 	case f.AETH != nil:
 		fmt.Fprintf(&s, " syndrome 0x%02x msn %d", f.AETH.Syndrome, f.AETH.MSN)
 	}
@@ -243,8 +243,8 @@ func WriteText(w io.Writer, f *Frame, brief bool) error {
 			r.Type, r.NextHdr, r.Resv1, r.Op, r.OpName, r.Resv2, r.VendorInfo, r.PortStatusMask, ints(r.PlanesUp), r.Resv8, tsText(&r.TSETH))
 	}
 	if r := f.EETH; r != nil {
-		line("eeth", "type %d next_hdr %d resv1 0x%02x op %d (%s) resv2 %d port_status_mask 0x%08x (planes up %s) req_id %d tx_timestamp %d resv10 %s resv30 %s",
-			r.Type, r.NextHdr, r.Resv1, r.Op, r.OpName, r.Resv2, r.PortStatusMask, ints(r.PlanesUp), r.ReqID, r.TxTimestamp, r.Resv10, r.Resv30)
+		line("eeth", "type %d next_hdr %d resv1 0x%02x op %d (%s) resv2 %d port_status_mask 0x%08x (planes up %s) resv8 %s tx_timestamp %d resv30 %s",
+			r.Type, r.NextHdr, r.Resv1, r.Op, r.OpName, r.Resv2, r.PortStatusMask, ints(r.PlanesUp), r.Resv8, r.TxTimestamp, r.Resv30)
 	}
 	if p := f.Data; p != nil {
 		s := fmt.Sprintf("%d bytes (%d captured) pad %d", p.Len, p.Captured, p.Pad)

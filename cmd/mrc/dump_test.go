@@ -417,7 +417,7 @@ func checkDumpFrame(t *testing.T, f *dump.Frame, c *captured) {
 			t.Errorf("%s: erth %+v, sent %+v", where, f.ERTH, p.EPReq)
 		}
 	case op == wire.OpEndpointResponse:
-		if f.EETH.PortStatusMask != p.EPResp.PortStatusMask || f.EETH.ReqID != int(p.EPResp.ReqID) {
+		if f.EETH.PortStatusMask != p.EPResp.PortStatusMask || f.EETH.TxTimestamp != int(p.EPResp.TxTimestamp) {
 			t.Errorf("%s: eeth %+v, sent %+v", where, f.EETH, p.EPResp)
 		}
 	default:
@@ -436,7 +436,7 @@ var tsharkFields = []string{
 	"mrc.seth.cack_psn", "mrc.seth.sack_offset", "mrc.seth.sack_bitmap", "mrc.seth.sacked", "mrc.seth.m", "mrc.seth.pr",
 	"mrc.seth.entropy", "mrc.seth.entropy.plane", "mrc.seth.entropy.path", "mrc.cc.rcvd_bytes",
 	"mrc.neth.reason", "mrc.neth.nack_psn", "mrc.neth.entropy", "mrc.neth.entropy.plane", "mrc.neth.entropy.path",
-	"mrc.peth.probe_id", "mrc.erth.op", "mrc.erth.port_status_mask", "mrc.eeth.req_id", "mrc.eeth.port_status_mask",
+	"mrc.peth.probe_id", "mrc.erth.op", "mrc.erth.port_status_mask", "mrc.eeth.op", "mrc.eeth.tx_timestamp", "mrc.eeth.port_status_mask",
 	"mrc.malformed", "mrc.unknown_opcode", "mrc.not_captured",
 }
 
@@ -584,7 +584,8 @@ func TestWiresharkDissector(t *testing.T) {
 			want["mrc.erth.op"] = strconv.Itoa(int(p.EPReq.Op))
 			want["mrc.erth.port_status_mask"] = fmt.Sprintf("0x%08x", p.EPReq.PortStatusMask)
 		case op == wire.OpEndpointResponse:
-			want["mrc.eeth.req_id"] = strconv.Itoa(int(p.EPResp.ReqID))
+			want["mrc.eeth.op"] = strconv.Itoa(int(p.EPResp.Op))
+			want["mrc.eeth.tx_timestamp"] = strconv.Itoa(int(p.EPResp.TxTimestamp))
 			want["mrc.eeth.port_status_mask"] = fmt.Sprintf("0x%08x", p.EPResp.PortStatusMask)
 		}
 		keys := make([]string, 0, len(want))
@@ -639,7 +640,8 @@ func TestWiresharkDissectorEdgeCases(t *testing.T) {
 		{"nack_unknown_reason", "mrc.neth.reason", "0x42"},
 		{"probe", "mrc.peth.probe_id", "42"},
 		{"endpoint_request", "mrc.erth.port_status_mask", "0x00000005"},
-		{"endpoint_response", "mrc.eeth.req_id", "7"},
+		{"endpoint_response", "mrc.eeth.tx_timestamp", "3"},
+		{"endpoint_response", "mrc.eeth.op", "1"},
 		{"snapped_sack", "mrc.not_captured", "1"},
 		{"snapped_sack", "mrc.malformed", ""},
 		{"truncated_sack", "mrc.malformed", "1"},

@@ -210,13 +210,12 @@ f.r_mask   = ProtoField.uint32("mrc.erth.port_status_mask", "Port status mask (b
 f.r_resv8  = ProtoField.uint32("mrc.erth.resv8", "Reserved", base.HEX)
 
 -- EETH
-f.e_resv1  = ProtoField.uint8("mrc.eeth.resv1", "Reserved", base.HEX, nil, 0x4F)
-f.e_op     = ProtoField.uint8("mrc.eeth.op", "Operation", base.DEC, ep_ops, 0x30)
+f.e_resv1  = ProtoField.uint8("mrc.eeth.resv1", "Reserved", base.HEX, nil, 0x7C)
+f.e_op     = ProtoField.uint8("mrc.eeth.op", "Operation", base.DEC, ep_ops, 0x03)
 f.e_resv2  = ProtoField.uint16("mrc.eeth.resv2", "Reserved", base.HEX)
 f.e_mask   = ProtoField.uint32("mrc.eeth.port_status_mask", "Port status mask (bit i: plane i up)", base.HEX)
-f.e_reqid  = ProtoField.uint16("mrc.eeth.req_id", "Request id", base.DEC)
-f.e_resv10 = ProtoField.bytes("mrc.eeth.resv10", "Reserved")
-f.e_tx     = ProtoField.uint16("mrc.eeth.tx_timestamp", "Tx timestamp (echoed)", base.DEC)
+f.e_resv8  = ProtoField.bytes("mrc.eeth.resv8", "Reserved")
+f.e_tx     = ProtoField.uint16("mrc.eeth.tx_timestamp", "Tx timestamp (echoed; matches the request)", base.DEC)
 f.e_resv30 = ProtoField.bytes("mrc.eeth.resv30", "Reserved")
 
 -- Payload, pad, ICRC, trimming
@@ -471,12 +470,11 @@ local function dissect_ep_response(tvb, t, info)
     r:add(f.e_resv2, tvb(2, 2))
     local mask = tvb(4, 4):uint()
     r:add(f.e_mask, tvb(4, 4)):append_text(" (planes up: " .. planes_up(mask) .. ")")
-    r:add(f.e_reqid, tvb(8, 2))
-    r:add(f.e_resv10, tvb(10, 18))
+    r:add(f.e_resv8, tvb(8, 20))
     r:add(f.e_tx, tvb(28, 2))
     r:add(f.e_resv30, tvb(30, 6))
-    info[#info + 1] = string.format("%s req %d planes up %s", ep_ops[bits(tvb(1, 1):uint(), 4, 2)],
-        tvb(8, 2):uint(), planes_up(mask))
+    info[#info + 1] = string.format("%s ts %d planes up %s", ep_ops[bits(tvb(1, 1):uint(), 0, 2)],
+        tvb(28, 2):uint(), planes_up(mask))
 end
 
 local function dissect_ack(tvb, t, info)

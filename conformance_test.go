@@ -69,3 +69,61 @@ func TestPortStatusMatchedByTimestamp(t *testing.T) {
 		})
 	}
 }
+
+// TestLastHopTrimCarriesCE: B NACKs every trimmed header with the CE mark
+// it arrived with. A last-hop trim (incast: the path is fine) leaves the
+// EV alone unless the packet was also marked earlier in the fabric; then
+// the EV is skipped as for an ECN echo (digest §3.5).
+func TestLastHopTrimCarriesCE(t *testing.T) {
+	for _, marked := range []bool{false, true} {
+		name := map[bool]string{false: "unmarked", true: "marked"}[marked]
+		t.Run(name, func(t *testing.T) {
+			x := newTransfer(t, testnet.Config{Seed: 12, Planes: 2, TrimLastHop: 0.05}, mrc.EVProfile{}, mrc.RTSAttr{}, 4<<20)
+			trims := 0
+			x.net.Deliver = func(_ mtime.Time, to testnet.Side, _ int, pkt []byte, _ int) {
+				if to == testnet.B && wire.OuterTrafficClass(pkt)>>2 == mrc.DefaultDSCP.TrimmedLastHop {
+					trims++
+					if marked {
+						wire.MarkCE(pkt)
+					}
+				}
+			}
+			var withCE, without int
+			x.net.Tap = func(_ mtime.Time, from testnet.Side, _ mrc.Transmit, pkt []byte) {
+				var p wire.Packet
+				if from != testnet.B || p.Decode(pkt) != nil || p.BTH.Opcode != wire.OpNACK {
+					return
+				}
+				if p.NACK.CE {
+					withCE++
+				} else {
+					without++
+				}
+			}
+			x.postAll(4)
+			if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+				t.Fatal("transfer unfinished")
+			}
+			x.check()
+			s := x.qa.Stats()
+			if trims == 0 || s.LastHopNACKs == 0 {
+				t.Fatalf("%d last-hop trims, %d NACKs of them: the test trims nothing", trims, s.LastHopNACKs)
+			}
+			if marked {
+				if withCE == 0 || without != 0 {
+					t.Fatalf("B sent %d NACKs with CE and %d without, for CE-marked trims", withCE, without)
+				}
+				if s.EVSkips == 0 {
+					t.Fatalf("%d CE-marked last-hop trims skipped no EV", s.LastHopNACKs)
+				}
+				return
+			}
+			if withCE != 0 {
+				t.Fatalf("B sent %d NACKs with CE for unmarked trims", withCE)
+			}
+			if s.EVSkips != 0 {
+				t.Fatalf("unmarked last-hop trims skipped %d EVs; the path is not to blame", s.EVSkips)
+			}
+		})
+	}
+}

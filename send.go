@@ -555,14 +555,21 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	defer q.traceCwnd(now, cwnd)
 	switch nk.Reason {
 	case wire.NackTrimmed, wire.NackTrimmedLastHop:
+		// A mid-fabric trim skips the EV; a last-hop trim does not
+		// (the path is fine: incast), unless the packet was also
+		// CE-marked on the way (digest §3.5).
 		lastHop := nk.Reason == wire.NackTrimmedLastHop
 		if lastHop {
 			q.stats.LastHopNACKs++
 		} else {
 			q.stats.TrimNACKs++
-			if !q.evp.Oblivious {
-				q.evs.OnSkip(now, r.slot, evset.ReasonTrim)
-			}
+		}
+		switch {
+		case q.evp.Oblivious:
+		case !lastHop:
+			q.evs.OnSkip(now, r.slot, evset.ReasonTrim)
+		case nk.CE:
+			q.evs.OnSkip(now, r.slot, evset.ReasonECN)
 		}
 		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:

@@ -555,7 +555,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 		}
 		var n wire.NACK
 		must(n.Decode(b[off:]))
-		f.NACK = &NACK{Type: int(n.Type), NextHdr: int(n.NextHdr), Resv1: int(n.Resv1), Reason: int(n.Reason),
+		f.NACK = &NACK{Type: int(n.Type), NextHdr: int(n.NextHdr), Resv1: int(n.Resv1), CE: n.CE, Reason: int(n.Reason),
 			ReasonName: n.Reason.String(), VendorInfo: int(n.VendorInfo), Entropy: evOf(uint32(n.Entropy)),
 			SPDCID: int(n.SPDCID), DPDCID: int(n.DPDCID), Resv12: int(n.Resv12), NackPSN: int(n.NackPSN),
 			CCType: int(n.CCType), CCFlags: int(n.CCFlags), Resv17: int(n.Resv17), TxTimestamp: int(n.TxTimestamp)}

@@ -94,7 +94,7 @@ func edgeCases(t testing.TB) []edgeCase {
 
 	// NACKs: a known reason and an unknown one.
 	nk := base(wire.OpNACK, 0xC0013002, 0)
-	nk.NACK = wire.NACK{Reason: wire.NackNoBitmap, Entropy: 0xC0001003, NackPSN: 0xFFFFFE, CCType: wire.NACKDefaultCCType, TxTimestamp: 77}
+	nk.NACK = wire.NACK{Reason: wire.NackNoBitmap, CE: true, Entropy: 0xC0001003, NackPSN: 0xFFFFFE, CCType: wire.NACKDefaultCCType, TxTimestamp: 77}
 	nackPkt := wire.AppendPacket(nil, &nk, nil)
 	nk.NACK.Reason = 0x42
 	nack42 := wire.AppendPacket(nil, &nk, nil)

@@ -216,6 +216,7 @@ type NACK struct {
 	Type        int    `json:"type"`
 	NextHdr     int    `json:"next_hdr"`
 	Resv1       int    `json:"resv1"`
+	CE          bool   `json:"ce"` // the NACKed packet arrived CE-marked (byte 1 b5, our choice)
 	Reason      int    `json:"reason"`
 	ReasonName  string `json:"reason_name"` // TRIMMED, TRIMMED_LASTHOP, ...
 	VendorInfo  int    `json:"vendor_info"`

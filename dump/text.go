@@ -49,7 +49,11 @@ func summary(f *Frame) string {
 		}
 		fmt.Fprintf(&s, " for ev %s", evText(f.SACK.Entropy))
 	case f.NACK != nil:
-		fmt.Fprintf(&s, " %s psn %d for ev %s", f.NACK.ReasonName, f.NACK.NackPSN, evText(f.NACK.Entropy))
+		fmt.Fprintf(&s, " %s psn %d", f.NACK.ReasonName, f.NACK.NackPSN)
+		if f.NACK.CE {
+			s.WriteString(" ce")
+		}
+		fmt.Fprintf(&s, " for ev %s", evText(f.NACK.Entropy))
 	case f.PETH != nil:
 		fmt.Fprintf(&s, " probe %d", f.PETH.ProbeID)
 	case f.ERTH != nil:
@@ -229,8 +233,8 @@ func WriteText(w io.Writer, f *Frame, brief bool) error {
 			c.TxTimestamp, c.Resv, c.OOOCount, onoff(c.RC), c.RcvCwndPen, c.RcvdBytes, c.RcvdBytes*256)
 	}
 	if n := f.NACK; n != nil {
-		line("neth", "type %d next_hdr %d resv1 0x%02x reason 0x%02x (%s) vendor_info %d entropy %s",
-			n.Type, n.NextHdr, n.Resv1, n.Reason, n.ReasonName, n.VendorInfo, evText(n.Entropy))
+		line("neth", "type %d next_hdr %d resv1 0x%02x ce %d reason 0x%02x (%s) vendor_info %d entropy %s",
+			n.Type, n.NextHdr, n.Resv1, onoff(n.CE), n.Reason, n.ReasonName, n.VendorInfo, evText(n.Entropy))
 		line("", "spdcid %d dpdcid %d resv12 %d nack_psn %d cc_type %d cc_fl %d resv17 %d tx_timestamp %d",
 			n.SPDCID, n.DPDCID, n.Resv12, n.NackPSN, n.CCType, n.CCFlags, n.Resv17, n.TxTimestamp)
 	}

@@ -177,7 +177,8 @@ f.c_pen    = ProtoField.uint8("mrc.cc.rcv_cwnd_pen", "Receiver cwnd penalty", ba
 f.c_rcvd   = ProtoField.uint24("mrc.cc.rcvd_bytes", "Received bytes (x256)", base.DEC)
 
 -- NETH
-f.n_resv1  = ProtoField.uint8("mrc.neth.resv1", "Reserved", base.HEX, nil, 0x7F)
+f.n_resv1  = ProtoField.uint8("mrc.neth.resv1", "Reserved", base.HEX, nil, 0x5F)
+f.n_ce     = ProtoField.bool("mrc.neth.ce", "NACKed packet was CE-marked", 8, nil, 0x20)
 f.n_reason = ProtoField.uint8("mrc.neth.reason", "NACK reason", base.HEX, nack_reasons)
 f.n_vendor = ProtoField.uint8("mrc.neth.vendor_info", "Vendor info", base.HEX)
 f.n_ent    = ProtoField.uint32("mrc.neth.entropy", "Entropy (reflected EV)", base.HEX)
@@ -416,6 +417,7 @@ local function dissect_nack(tvb, t, info)
     local n = t:add(tvb(0, NETH_LEN), "NETH")
     add_control_prefix(n, tvb, "neth")
     n:add(f.n_resv1, tvb(1, 1))
+    n:add(f.n_ce, tvb(1, 1))
     local reason = tvb(2, 1):uint()
     n:add(f.n_reason, tvb(2, 1))
     n:add(f.n_vendor, tvb(3, 1))
@@ -431,7 +433,8 @@ local function dissect_nack(tvb, t, info)
     n:add(f.n_tx, tvb(18, 2))
     local name = nack_reasons[reason] or string.format("NackReason(0x%02x)", reason)
     n:add_proto_expert_info(ef.nack, "NACK " .. name .. " for PSN " .. tvb(13, 3):uint())
-    info[#info + 1] = string.format("%s psn %d for ev %s", name, tvb(13, 3):uint(), ev_text(ev))
+    local ce = bits(tvb(1, 1):uint(), 5, 1) == 1 and " ce" or ""
+    info[#info + 1] = string.format("%s psn %d%s for ev %s", name, tvb(13, 3):uint(), ce, ev_text(ev))
 end
 
 local function dissect_probe(tvb, t, info)

@@ -1,6 +1,7 @@
 package mrc_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -126,4 +127,103 @@ func TestLastHopTrimCarriesCE(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoTrimQP: a QP with RTSAttr.NoTrim sends every data packet,
+// retransmissions included, with DSCP_NO_TRIM; a QP without it does not
+// use that class.
+func TestNoTrimQP(t *testing.T) {
+	for _, noTrim := range []bool{false, true} {
+		x := newTransfer(t, testnet.Config{Seed: 13, Planes: 2, Loss: 0.02}, mrc.EVProfile{}, mrc.RTSAttr{NoTrim: noTrim, RetryExp: mrc.RetryForever}, 1<<20)
+		var noTrimPkts, other, rtx int
+		x.net.Tap = func(_ mtime.Time, from testnet.Side, _ mrc.Transmit, pkt []byte) {
+			var p wire.Packet
+			if from != testnet.A || p.Decode(pkt) != nil || !p.BTH.Opcode.IsData() {
+				return
+			}
+			if p.BTH.Rtx {
+				rtx++
+			}
+			if p.IP.DSCP() == mrc.DefaultDSCP.NoTrim {
+				noTrimPkts++
+			} else {
+				other++
+			}
+		}
+		x.postAll(4)
+		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+			t.Fatal("transfer unfinished")
+		}
+		x.check()
+		if rtx == 0 {
+			t.Fatal("no retransmissions: the test covers only first transmissions")
+		}
+		if noTrim && other != 0 || !noTrim && noTrimPkts != 0 {
+			t.Fatalf("NoTrim %v: %d data packets with DSCP_NO_TRIM, %d with another DSCP (%d retransmissions)", noTrim, noTrimPkts, other, rtx)
+		}
+	}
+}
+
+// deadFabric starts a transfer on x, cuts every path of both planes, and
+// returns when the cut happened.
+func deadFabric(x *transfer, paths int) mtime.Time {
+	x.postAll(4)
+	x.net.RunUntil(mtime.Time(20*time.Microsecond), func() bool { return false })
+	for p := range 2 {
+		for i := range paths {
+			x.net.KillPath(testnet.Path{Plane: p, Index: i})
+		}
+	}
+	return x.net.Now()
+}
+
+// TestRetryForeverDefault: by default (RetryExp = RetryForever, the OCP
+// API sample's 25) a QP whose every path is dead never gives up: after 5 s
+// of virtual time without progress it is still in RTS, and when the paths
+// come back the transfer completes. The run is bounded in virtual time and
+// in steps.
+func TestRetryForeverDefault(t *testing.T) {
+	const paths = 4
+	x := newTransfer(t, testnet.Config{Seed: 14, Planes: 2}, mrc.EVProfile{PathsPerPlane: paths, ActivePerPlane: 2}, mrc.RTSAttr{}, 1<<20)
+	cut := deadFabric(x, paths)
+	steps := 0
+	x.net.RunUntil(cut.Add(5*time.Second), func() bool { steps++; return len(x.errs) > 0 || steps > 2_000_000 })
+	if steps > 2_000_000 {
+		t.Fatalf("%d steps in %v of a dead fabric", steps, x.net.Now().Sub(cut))
+	}
+	if len(x.errs) > 0 || x.qa.State() != mrc.StateRTS {
+		t.Fatalf("after %v of a dead fabric: state %v, errors %v", x.net.Now().Sub(cut), x.qa.State(), x.errs)
+	}
+	if s := x.qa.Stats(); s.RetryTimeouts < 15 {
+		t.Fatalf("%d retry timeouts in %v: the backstop did not run past the bounded budget", s.RetryTimeouts, x.net.Now().Sub(cut))
+	}
+	for p := range 2 {
+		for i := range paths {
+			x.net.HealPath(testnet.Path{Plane: p, Index: i})
+		}
+	}
+	if !x.net.RunUntil(x.net.Now().Add(60*time.Second), x.finished) {
+		t.Fatal("transfer unfinished after the paths came back")
+	}
+	x.check()
+}
+
+// TestRetryBoundedGivesUp: RetryExp = RetryBounded (the former default)
+// still ends a QP on a dead fabric with ErrNoPath: 7 retries of the
+// default 262 µs timeout, then 8 doubling waits (2× … 256×) before the
+// 15th expiry, 517 timeouts in all.
+func TestRetryBoundedGivesUp(t *testing.T) {
+	const paths = 4
+	x := newTransfer(t, testnet.Config{Seed: 14, Planes: 2}, mrc.EVProfile{PathsPerPlane: paths, ActivePerPlane: 2}, mrc.RTSAttr{RetryExp: mrc.RetryBounded}, 1<<20)
+	cut := deadFabric(x, paths)
+	x.net.RunUntil(cut.Add(10*time.Second), func() bool { return len(x.errs) > 0 })
+	if len(x.errs) == 0 || !errors.Is(x.qa.Err(), mrc.ErrNoPath) {
+		t.Fatalf("QP state %v err %v after %v of a dead fabric", x.qa.State(), x.qa.Err(), x.net.Now().Sub(cut))
+	}
+	const timeout = 1024 << 8 * time.Nanosecond
+	took := x.net.Now().Sub(cut)
+	if lo, hi := 500*timeout, 520*timeout; took < lo || took > hi {
+		t.Fatalf("gave up after %v, want %v..%v", took, lo, hi)
+	}
+	t.Logf("gave up %v after the cut", took)
 }

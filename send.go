@@ -86,6 +86,7 @@ type sender struct {
 	lastProgress mtime.Time
 
 	probeID uint16
+	noTrim  bool // data goes out with DSCP.NoTrim (RTSAttr.NoTrim)
 }
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
@@ -103,6 +104,7 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		retryLinear:  a.RetryLinear,
 		retryExp:     a.RetryExp,
 		lastProgress: now,
+		noTrim:       a.NoTrim,
 	}
 }
 
@@ -293,7 +295,10 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit
 		op = wire.OpWriteMiddle
 	}
 	dscp := e.cfg.DSCP.Data
-	if rtx {
+	switch {
+	case s.noTrim:
+		dscp = e.cfg.DSCP.NoTrim
+	case rtx:
 		dscp = e.cfg.DSCP.DataRetx
 	}
 	pk := &e.tx

@@ -227,3 +227,73 @@ func TestRetryBoundedGivesUp(t *testing.T) {
 	}
 	t.Logf("gave up %v after the cut", took)
 }
+
+// FuzzPortStatusResponse feeds A, whose port status announcement is
+// pending (B's own answers are lost), an endpoint response from B's
+// address with an arbitrary EETH, and the raw bytes as a datagram. A must
+// not panic, and its announcement must end exactly when the response
+// echoes the tx_timestamp of one of its tries: then it is not repeated,
+// otherwise it is, up to its limit of 8.
+func FuzzPortStatusResponse(f *testing.F) {
+	f.Add(make([]byte, wire.EETHLen), false)
+	f.Add(make([]byte, wire.EETHLen), true)
+	f.Add([]byte{0x01, 0xC1, 0, 0, 0, 0, 0, 3}, true)
+	f.Fuzz(func(t *testing.T, body []byte, echo bool) {
+		x := newTransfer(t, testnet.Config{Seed: 15, Planes: 2}, mrc.EVProfile{}, mrc.RTSAttr{}, 1<<20)
+		epA := x.net.Endpoint(testnet.A)
+		var sentTS []uint16
+		var fromB []byte
+		port := 0 // the plane fromB came in on; A's other port goes down
+		x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+			var p wire.Packet
+			switch {
+			case p.Decode(pkt) != nil:
+			case from == testnet.A && p.BTH.Opcode == wire.OpEndpointRequest:
+				sentTS = append(sentTS, p.EPReq.TS.TxTimestamp)
+			case from == testnet.B && p.BTH.Opcode == wire.OpSACK && fromB == nil:
+				fromB, port = append([]byte(nil), pkt...), tx.Port
+			}
+		}
+		x.net.Deliver = func(_ mtime.Time, to testnet.Side, _ int, pkt []byte, _ int) {
+			var p wire.Packet
+			if to == testnet.A && p.Decode(pkt) == nil && p.BTH.Opcode == wire.OpEndpointResponse {
+				pkt[len(pkt)-1] ^= 0xFF // B's answers are lost (bad ICRC)
+			}
+		}
+		x.postAll(1)
+		x.net.RunUntil(mtime.Time(time.Millisecond), func() bool { return fromB != nil })
+		x.net.SetPortUp(testnet.A, 1-port, false)
+		x.net.RunUntil(mtime.Time(time.Second), func() bool { return len(sentTS) > 0 })
+		if len(sentTS) == 0 || fromB == nil {
+			t.Fatalf("setup: %d announcements, SACK from B %v", len(sentTS), fromB != nil)
+		}
+		var r wire.EPResponse
+		if _, err := r.Decode(append(append([]byte(nil), body...), make([]byte, wire.EETHLen)...)); err != nil {
+			t.Fatal(err)
+		}
+		if echo {
+			r.TxTimestamp = sentTS[len(sentTS)-1]
+		}
+		matched, sentBefore := false, len(sentTS)
+		for _, ts := range sentTS {
+			matched = matched || ts == r.TxTimestamp
+		}
+		var p wire.Packet
+		if err := p.Decode(fromB); err != nil {
+			t.Fatal(err)
+		}
+		p.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointResponse, DestQP: wire.QPNEndpoint}
+		p.PayloadLen, p.EPResp = 0, r
+		resp := wire.AppendPacket(nil, &p, nil)
+		epA.HandleDatagram(x.net.Now(), port, body, len(body))
+		epA.HandleDatagram(x.net.Now(), port, resp, len(resp))
+		x.net.RunUntil(x.net.Now().Add(2*time.Second), func() bool { return false })
+		sent := epA.Stats().PortUpdateSent
+		switch {
+		case matched && sent != uint64(sentBefore):
+			t.Fatalf("a response echoing %d answered nothing: %d announcements, %d before it", r.TxTimestamp, sent, sentBefore)
+		case !matched && sent != 8:
+			t.Fatalf("a response echoing %d (sent %v) was taken as the answer: %d announcements", r.TxTimestamp, sentTS, sent)
+		}
+	})
+}

@@ -50,13 +50,14 @@ type DSCP struct {
 	Trimmed        uint8 // DSCP_TRIMMED: set by a switch that trimmed (default 48)
 	TrimmedLastHop uint8 // DSCP_TRIMMED_LASTHOP: trimmed at the last hop (default 49)
 	// NoTrim is DSCP_NO_TRIM (required by the spec): data that must never
-	// be trimmed, sent by a QP with RTSAttr.NoTrim (default 26). A switch
-	// queues it as data but drops it rather than trim it.
+	// be trimmed, sent by a QP with RTSAttr.NoTrim (default 14; not 26,
+	// the RoCE baseline's data DSCP). A switch queues it as data but drops
+	// it rather than trim it.
 	NoTrim uint8
 }
 
 // DefaultDSCP is the DSCP set used when Config.DSCP is zero.
-var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49, NoTrim: 26}
+var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49, NoTrim: 14}
 
 // Config configures an Endpoint: one MRC NIC with one port per plane.
 // Zero fields take the defaults named in their comments.

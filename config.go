@@ -49,10 +49,15 @@ type DSCP struct {
 	Control        uint8 // DSCP_CONTROL: SACK, NACK, endpoint ops (default 46)
 	Trimmed        uint8 // DSCP_TRIMMED: set by a switch that trimmed (default 48)
 	TrimmedLastHop uint8 // DSCP_TRIMMED_LASTHOP: trimmed at the last hop (default 49)
+	// NoTrim is DSCP_NO_TRIM (required by the spec): data that must never
+	// be trimmed, sent by a QP with RTSAttr.NoTrim (default 14; not 26,
+	// the RoCE baseline's data DSCP). A switch queues it as data but drops
+	// it rather than trim it.
+	NoTrim uint8
 }
 
 // DefaultDSCP is the DSCP set used when Config.DSCP is zero.
-var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49}
+var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49, NoTrim: 14}
 
 // Config configures an Endpoint: one MRC NIC with one port per plane.
 // Zero fields take the defaults named in their comments.
@@ -240,14 +245,31 @@ type RTSAttr struct {
 	Timeout int
 	// RetryLinear is the number of retries at the fixed timeout (1..7,
 	// default 7); RetryExp the number after it with the timeout doubling
-	// each time (1..25, default 7; RetryForever means never give up).
-	// Negative means none. When both run out without progress the QP
-	// moves to ERROR with ErrNoPath.
+	// each time, up to 2^16 timeouts (1..25; default RetryForever, the OCP
+	// API sample's 25, which never gives up; RetryBounded is the finite
+	// budget). Negative means none. When both run out without progress
+	// the QP moves to ERROR with ErrNoPath.
 	RetryLinear int
 	RetryExp    int
 	// SQDepth bounds the posted, uncompleted WRITEs (default 1024).
 	SQDepth int
+	// NoTrim sends every data packet of the QP, retransmissions too, with
+	// DSCP.NoTrim (DSCP_NO_TRIM): for traffic that must never be trimmed,
+	// or a network that cannot trim. Its congestion losses are then
+	// found by the loss timer, not by trim NACKs.
+	NoTrim bool
 }
 
-// RetryForever is the RetryExp value that never gives up.
-const RetryForever = 25
+// RetryExp values.
+const (
+	// RetryForever never gives up (the OCP API's exp_cnt 25, and its
+	// sample's value): the default. A QP whose peer vanished keeps
+	// probing and retrying; only SetError or Destroy ends it.
+	RetryForever = 25
+	// RetryBounded is a finite budget: with the default Timeout and
+	// RetryLinear, a QP without progress moves to ERROR with ErrNoPath
+	// after 7 waits of 262 µs and 8 doubling ones (2× … 256×), 517
+	// timeouts or about 135 ms in all. Hosts that must end when the
+	// fabric or the peer is gone use it (the simulator does).
+	RetryBounded = 7
+)

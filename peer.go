@@ -8,8 +8,9 @@ import (
 // Port status (digest §3.5, §3.11): when a local port goes down the endpoint
 // remaps every QP off that plane and tells each peer node with a
 // PORT_STATUS_UPDATE endpoint request (ERTH, QPN 2), repeated until the peer
-// answers with an endpoint response (EETH). A peer that learns a remote port
-// is down stops using that plane too.
+// answers with an endpoint response (EETH) that echoes the tx_timestamp of
+// one of the repeats. A peer that learns a remote port is down stops using
+// that plane too.
 
 // peer is a node this endpoint has QPs with, identified by its port
 // addresses.
@@ -18,15 +19,16 @@ type peer struct {
 	qps   []*QP
 	up    PortMask // the peer's ports that are up, as it last said
 
-	// Our pending announcement to it.
+	// Our pending announcement to it, and the TSETH tx_timestamp of each
+	// try: a response echoing one of them answers it.
 	announce bool
-	reqID    uint16
 	tries    int
 	due      mtime.Time
+	sentTS   [maxPortUpdates]uint16
 
-	// A response we owe it.
+	// A response we owe it, and the request timestamp it echoes.
 	respond   bool
-	respondID uint16
+	respondTS uint16
 
 	requests budget // endpoint requests it may make per interval
 }
@@ -88,7 +90,6 @@ func (e *Endpoint) SetPortUp(now mtime.Time, port int, up bool) error {
 	})
 	for _, p := range e.peers {
 		p.announce, p.tries, p.due = true, 0, now
-		p.reqID++
 	}
 	e.epWork = true
 	return nil
@@ -125,15 +126,27 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 			}
 			e.applyPeerPorts(now, pr, up)
 		}
-		pr.respond, pr.respondID = true, p.EPReq.TS.TxTimestamp
+		pr.respond, pr.respondTS = true, p.EPReq.TS.TxTimestamp
 		e.epWork = true
 	case wire.OpEndpointResponse:
-		if pr.announce && p.EPResp.ReqID == pr.reqID {
+		if pr.announce && pr.answers(p.EPResp.TxTimestamp) {
 			pr.announce = false
 		}
 	default:
 		e.drop(now, &e.stats, 0, DropNotMRC)
 	}
+}
+
+// answers reports whether a response echoing tx_timestamp ts answers the
+// pending announcement: ts is the timestamp of one of its tries. The
+// response's other fields are not looked at: a peer need not fill them.
+func (p *peer) answers(ts uint16) bool {
+	for _, sent := range p.sentTS[:p.tries] {
+		if sent == ts {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Endpoint) applyPeerPorts(now mtime.Time, pr *peer, up PortMask) {
@@ -223,12 +236,14 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free PortMask, buf []byte) (Tran
 		case p.respond:
 			p.respond = false
 			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointResponse, DestQP: wire.QPNEndpoint}
-			pk.EPResp = wire.EPResponse{Op: wire.EPPortStatusUpdate, PortStatusMask: uint32(e.up), ReqID: p.respondID, TxTimestamp: p.respondID}
-		case p.announce && p.due <= now:
+			pk.EPResp = wire.EPResponse{Op: wire.EPPortStatusUpdate, PortStatusMask: uint32(e.up), TxTimestamp: p.respondTS}
+		case p.announce && p.due <= now && p.tries < maxPortUpdates:
+			ts := timestamp(now)
+			p.sentTS[p.tries] = ts
 			p.tries++
 			p.due = now.Add(e.cfg.LossTimeout << min(p.tries, 10))
 			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
-			pk.EPReq = wire.EPRequest{Op: wire.EPPortStatusUpdate, PortStatusMask: uint32(e.up), TS: wire.TSETH{TxTimestamp: p.reqID, FType: wire.TSETHFType}}
+			pk.EPReq = wire.EPRequest{Op: wire.EPPortStatusUpdate, PortStatusMask: uint32(e.up), TS: wire.TSETH{TxTimestamp: ts, FType: wire.TSETHFType}}
 			e.stats.PortUpdateSent++
 		default:
 			continue

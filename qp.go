@@ -246,7 +246,7 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 		a.RetryLinear = 7
 	}
 	if a.RetryExp == 0 {
-		a.RetryExp = 7
+		a.RetryExp = RetryForever
 	}
 	a.RetryLinear, a.RetryExp = max(a.RetryLinear, 0), max(a.RetryExp, 0)
 	if a.SQDepth == 0 {

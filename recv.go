@@ -445,7 +445,14 @@ func (q *QP) recvTrimmed(now mtime.Time, t0 trigger, fresh, lastHop bool) {
 	if lastHop {
 		reason = wire.NackTrimmedLastHop
 	}
-	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, reason: reason})
+	// The NACK carries the trimmed header's CE mark (digest §3.6), so
+	// that a last-hop trim of a packet marked earlier in the fabric still
+	// penalises its EV.
+	m := wire.SackNone
+	if t0.ce {
+		m = wire.SackSkipOnce
+	}
+	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, m: m, reason: reason})
 	e.markReady(q)
 }
 
@@ -571,7 +578,7 @@ type ctrlPkt struct {
 	bitmap  uint64
 	ev      uint32
 	ts      uint16
-	m       wire.SackMode
+	m       wire.SackMode // a NACK's CE flag is m == SackSkipOnce
 	probe   bool
 	ooo     uint16
 	rcvd    uint32
@@ -656,7 +663,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			break
 		}
 		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpNACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
-		pk.NACK = wire.NACK{Reason: c.reason, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
+		pk.NACK = wire.NACK{Reason: c.reason, CE: c.m == wire.SackSkipOnce, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
 		q.stats.NACKsSent++
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, nil))

@@ -94,6 +94,7 @@ type sender struct {
 	lastProgress mtime.Time
 
 	probeID uint16
+	noTrim  bool // data goes out with DSCP.NoTrim (RTSAttr.NoTrim)
 }
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
@@ -111,6 +112,7 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		retryLinear:  a.RetryLinear,
 		retryExp:     a.RetryExp,
 		lastProgress: now,
+		noTrim:       a.NoTrim,
 	}
 }
 
@@ -304,7 +306,10 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit
 		op = wire.OpWriteMiddle
 	}
 	dscp := e.cfg.DSCP.Data
-	if rtx {
+	switch {
+	case s.noTrim:
+		dscp = e.cfg.DSCP.NoTrim
+	case rtx:
 		dscp = e.cfg.DSCP.DataRetx
 	}
 	pk := &e.tx
@@ -417,8 +422,8 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	}
 	base := cack.Add(int(sk.SackOffset))
 	for bm := sk.SackBitmap; bm != 0; {
-		i := bits.LeadingZeros64(bm)
-		bm &^= 1 << (63 - i)
+		i := bits.TrailingZeros64(bm)
+		bm &= bm - 1
 		if p := base.Add(i); inFlight(p) {
 			newly += s.acknowledge(q, now, p)
 		}
@@ -462,7 +467,7 @@ func (s *sender) checkSACK(q *QP, sk *wire.SACK) DropReason {
 		return DropStale
 	}
 	if bm := sk.SackBitmap; bm != 0 {
-		last := cack.Add(int(sk.SackOffset) + 63 - bits.TrailingZeros64(bm))
+		last := cack.Add(int(sk.SackOffset) + 63 - bits.LeadingZeros64(bm))
 		if !last.Less(s.nxt) {
 			return DropStale
 		}
@@ -566,14 +571,21 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	defer q.traceCwnd(now, cwnd)
 	switch nk.Reason {
 	case wire.NackTrimmed, wire.NackTrimmedLastHop:
+		// A mid-fabric trim skips the EV; a last-hop trim does not
+		// (the path is fine: incast), unless the packet was also
+		// CE-marked on the way (digest §3.5).
 		lastHop := nk.Reason == wire.NackTrimmedLastHop
 		if lastHop {
 			q.stats.LastHopNACKs++
 		} else {
 			q.stats.TrimNACKs++
-			if !q.evp.Oblivious {
-				q.evs.OnSkip(now, r.slot, evset.ReasonTrim)
-			}
+		}
+		switch {
+		case q.evp.Oblivious:
+		case !lastHop:
+			q.evs.OnSkip(now, r.slot, evset.ReasonTrim)
+		case nk.CE:
+			q.evs.OnSkip(now, r.slot, evset.ReasonECN)
 		}
 		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:

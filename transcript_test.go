@@ -225,7 +225,7 @@ func bitmapString(bm uint64) string {
 	}
 	var parts []string
 	for i := range 64 {
-		if bm&(1<<(63-i)) != 0 {
+		if bm&(1<<i) != 0 {
 			parts = append(parts, strconv.Itoa(i))
 		}
 	}

@@ -555,7 +555,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 		}
 		var n wire.NACK
 		must(n.Decode(b[off:]))
-		f.NACK = &NACK{Type: int(n.Type), NextHdr: int(n.NextHdr), Resv1: int(n.Resv1), Reason: int(n.Reason),
+		f.NACK = &NACK{Type: int(n.Type), NextHdr: int(n.NextHdr), Resv1: int(n.Resv1), CE: n.CE, Reason: int(n.Reason),
 			ReasonName: n.Reason.String(), VendorInfo: int(n.VendorInfo), Entropy: evOf(uint32(n.Entropy)),
 			SPDCID: int(n.SPDCID), DPDCID: int(n.DPDCID), Resv12: int(n.Resv12), NackPSN: int(n.NackPSN),
 			CCType: int(n.CCType), CCFlags: int(n.CCFlags), Resv17: int(n.Resv17), TxTimestamp: int(n.TxTimestamp)}
@@ -584,8 +584,8 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 		var r wire.EPResponse
 		must(r.Decode(b[off:]))
 		f.EETH = &EETH{Type: int(r.Type), NextHdr: int(r.NextHdr), Resv1: int(r.Resv1), Op: int(r.Op), OpName: r.Op.String(),
-			Resv2: int(r.Resv2), PortStatusMask: r.PortStatusMask, PlanesUp: planesUp(r.PortStatusMask), ReqID: int(r.ReqID),
-			Resv10: fmt.Sprintf("%x", r.Resv10), TxTimestamp: int(r.TxTimestamp), Resv30: fmt.Sprintf("%x", r.Resv30)}
+			Resv2: int(r.Resv2), PortStatusMask: r.PortStatusMask, PlanesUp: planesUp(r.PortStatusMask),
+			Resv8: fmt.Sprintf("%x", r.Resv8), TxTimestamp: int(r.TxTimestamp), Resv30: fmt.Sprintf("%x", r.Resv30)}
 	}
 	return true
 }

@@ -88,13 +88,13 @@ func edgeCases(t testing.TB) []edgeCase {
 	sk := base(wire.OpSACK, 0xC0013001, 0)
 	sk.IP.TrafficClass = 46<<2 | 3
 	sk.SACK = wire.SACK{M: wire.SackSkipOnce, PR: true, AckPSNOffset: 3, Entropy: 0xC0001002, CackPSN: 4,
-		MPR: 8, SackOffset: 1, SackBitmap: 0x6E00000000000001,
+		MPR: 8, SackOffset: 1, SackBitmap: 0x8000000000000076,
 		CC: wire.CCState{TxTimestamp: 0x1234, OOOCount: 5, RC: true, RcvCwndPen: 64, RcvdBytes: 300}}
 	sackPkt := wire.AppendPacket(nil, &sk, nil)
 
 	// NACKs: a known reason and an unknown one.
 	nk := base(wire.OpNACK, 0xC0013002, 0)
-	nk.NACK = wire.NACK{Reason: wire.NackNoBitmap, Entropy: 0xC0001003, NackPSN: 0xFFFFFE, CCType: wire.NACKDefaultCCType, TxTimestamp: 77}
+	nk.NACK = wire.NACK{Reason: wire.NackNoBitmap, CE: true, Entropy: 0xC0001003, NackPSN: 0xFFFFFE, CCType: wire.NACKDefaultCCType, TxTimestamp: 77}
 	nackPkt := wire.AppendPacket(nil, &nk, nil)
 	nk.NACK.Reason = 0x42
 	nack42 := wire.AppendPacket(nil, &nk, nil)
@@ -113,7 +113,7 @@ func edgeCases(t testing.TB) []edgeCase {
 	erPkt := wire.AppendPacket(nil, &er, nil)
 	ep := base(wire.OpEndpointResponse, 0xC0001002, 0)
 	ep.BTH.DestQP = wire.QPNEndpoint
-	ep.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: 0b11, ReqID: 7, TxTimestamp: 3}
+	ep.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: 0b11, TxTimestamp: 3}
 	epPkt := wire.AppendPacket(nil, &ep, nil)
 
 	// Damaged packets.
@@ -212,7 +212,7 @@ func edgeCases(t testing.TB) []edgeCase {
 			s := f.SACK
 			want := [][2]int{{6, 7}, {9, 11}, {68, 68}}
 			if s.CackPSN != 4 || s.SackBase != 5 || s.MName != "SKIP_ONCE" || !s.PR || s.AckPSN != 7 || s.MPR != 8 ||
-				s.SackBitmap != "0x6e00000000000001" || len(s.Sacked) != 3 || s.Sacked[0] != want[0] || s.Sacked[1] != want[1] || s.Sacked[2] != want[2] {
+				s.SackBitmap != "0x8000000000000076" || len(s.Sacked) != 3 || s.Sacked[0] != want[0] || s.Sacked[1] != want[1] || s.Sacked[2] != want[2] {
 				t.Errorf("sack %+v", s)
 			}
 			if s.Entropy.Value != 0xC0001002 || s.Entropy.Plane != 1 || s.Entropy.Path != 2 {
@@ -252,7 +252,7 @@ func edgeCases(t testing.TB) []edgeCase {
 			}
 		}},
 		{name: "endpoint_response", dgram: epPkt, check: func(t *testing.T, f *Frame) {
-			if f.EETH.OpName != "EV_PROBE" || f.EETH.ReqID != 7 || f.EETH.TxTimestamp != 3 || len(f.EETH.PlanesUp) != 2 {
+			if f.EETH.OpName != "EV_PROBE" || f.EETH.Op != 1 || f.EETH.TxTimestamp != 3 || len(f.EETH.PlanesUp) != 2 {
 				t.Errorf("eeth %+v", f.EETH)
 			}
 		}},

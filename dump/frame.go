@@ -216,6 +216,7 @@ type NACK struct {
 	Type        int    `json:"type"`
 	NextHdr     int    `json:"next_hdr"`
 	Resv1       int    `json:"resv1"`
+	CE          bool   `json:"ce"` // the NACKed packet arrived CE-marked (byte 1 b5, our choice)
 	Reason      int    `json:"reason"`
 	ReasonName  string `json:"reason_name"` // TRIMMED, TRIMMED_LASTHOP, ...
 	VendorInfo  int    `json:"vendor_info"`
@@ -269,10 +270,9 @@ type EETH struct {
 	Resv2          int    `json:"resv2"`
 	PortStatusMask uint32 `json:"port_status_mask"`
 	PlanesUp       []int  `json:"planes_up"`
-	ReqID          int    `json:"req_id"`
-	Resv10         string `json:"resv10"` // hex, 18 bytes
-	TxTimestamp    int    `json:"tx_timestamp"`
-	Resv30         string `json:"resv30"` // hex, 6 bytes
+	Resv8          string `json:"resv8"`        // hex, 20 bytes
+	TxTimestamp    int    `json:"tx_timestamp"` // echoed from the request: what matches the two
+	Resv30         string `json:"resv30"`       // hex, 6 bytes
 }
 
 // Payload describes the payload of a data packet.

@@ -49,13 +49,17 @@ func summary(f *Frame) string {
 		}
 		fmt.Fprintf(&s, " for ev %s", evText(f.SACK.Entropy))
 	case f.NACK != nil:
-		fmt.Fprintf(&s, " %s psn %d for ev %s", f.NACK.ReasonName, f.NACK.NackPSN, evText(f.NACK.Entropy))
+		fmt.Fprintf(&s, " %s psn %d", f.NACK.ReasonName, f.NACK.NackPSN)
+		if f.NACK.CE {
+			s.WriteString(" ce")
+		}
+		fmt.Fprintf(&s, " for ev %s", evText(f.NACK.Entropy))
 	case f.PETH != nil:
 		fmt.Fprintf(&s, " probe %d", f.PETH.ProbeID)
 	case f.ERTH != nil:
 		fmt.Fprintf(&s, " %s planes up %s", f.ERTH.OpName, ints(f.ERTH.PlanesUp))
 	case f.EETH != nil:
-		fmt.Fprintf(&s, " %s req %d planes up %s", f.EETH.OpName, f.EETH.ReqID, ints(f.EETH.PlanesUp))
+		fmt.Fprintf(&s, " %s ts %d planes up %s", f.EETH.OpName, f.EETH.TxTimestamp, ints(f.EETH.PlanesUp))
 	case f.AETH != nil:
 		fmt.Fprintf(&s, " syndrome 0x%02x msn %d", f.AETH.Syndrome, f.AETH.MSN)
 	}
@@ -229,8 +233,8 @@ func WriteText(w io.Writer, f *Frame, brief bool) error {
 			c.TxTimestamp, c.Resv, c.OOOCount, onoff(c.RC), c.RcvCwndPen, c.RcvdBytes, c.RcvdBytes*256)
 	}
 	if n := f.NACK; n != nil {
-		line("neth", "type %d next_hdr %d resv1 0x%02x reason 0x%02x (%s) vendor_info %d entropy %s",
-			n.Type, n.NextHdr, n.Resv1, n.Reason, n.ReasonName, n.VendorInfo, evText(n.Entropy))
+		line("neth", "type %d next_hdr %d resv1 0x%02x ce %d reason 0x%02x (%s) vendor_info %d entropy %s",
+			n.Type, n.NextHdr, n.Resv1, onoff(n.CE), n.Reason, n.ReasonName, n.VendorInfo, evText(n.Entropy))
 		line("", "spdcid %d dpdcid %d resv12 %d nack_psn %d cc_type %d cc_fl %d resv17 %d tx_timestamp %d",
 			n.SPDCID, n.DPDCID, n.Resv12, n.NackPSN, n.CCType, n.CCFlags, n.Resv17, n.TxTimestamp)
 	}
@@ -243,8 +247,8 @@ func WriteText(w io.Writer, f *Frame, brief bool) error {
 			r.Type, r.NextHdr, r.Resv1, r.Op, r.OpName, r.Resv2, r.VendorInfo, r.PortStatusMask, ints(r.PlanesUp), r.Resv8, tsText(&r.TSETH))
 	}
 	if r := f.EETH; r != nil {
-		line("eeth", "type %d next_hdr %d resv1 0x%02x op %d (%s) resv2 %d port_status_mask 0x%08x (planes up %s) req_id %d tx_timestamp %d resv10 %s resv30 %s",
-			r.Type, r.NextHdr, r.Resv1, r.Op, r.OpName, r.Resv2, r.PortStatusMask, ints(r.PlanesUp), r.ReqID, r.TxTimestamp, r.Resv10, r.Resv30)
+		line("eeth", "type %d next_hdr %d resv1 0x%02x op %d (%s) resv2 %d port_status_mask 0x%08x (planes up %s) resv8 %s tx_timestamp %d resv30 %s",
+			r.Type, r.NextHdr, r.Resv1, r.Op, r.OpName, r.Resv2, r.PortStatusMask, ints(r.PlanesUp), r.Resv8, r.TxTimestamp, r.Resv30)
 	}
 	if p := f.Data; p != nil {
 		s := fmt.Sprintf("%d bytes (%d captured) pad %d", p.Len, p.Captured, p.Pad)

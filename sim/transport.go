@@ -253,7 +253,7 @@ func (n *mrcNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
 	if err := q.ReadyToReceive(now, mrc.RTRAttr{RemoteQPN: p.QPN, Remote: p.Addrs, Paths: p.Paths}); err != nil {
 		return err
 	}
-	return q.ReadyToSend(now, mrc.RTSAttr{RetryExp: mrc.RetryForever})
+	return q.ReadyToSend(now, mrc.RTSAttr{RetryExp: mrc.RetryBounded})
 }
 
 func (n *mrcNIC) Memory() mrc.MR { return n.mem }

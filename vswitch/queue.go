@@ -212,7 +212,7 @@ func (s *Switch) Enqueue(now int64, out, in int, h Handle, pkt []byte, wireLen i
 		}
 		switch {
 		case q.Lossless:
-		case q.Trim && pt.dataBytes+wireLen > q.TrimAt:
+		case q.Trim && dscp != d.NoTrim && pt.dataBytes+wireLen > q.TrimAt:
 			dscpT := d.Trimmed
 			if q.LastHop {
 				dscpT = d.TrimmedLastHop

@@ -44,6 +44,7 @@ type DSCP struct {
 	Control        uint8 // header queue, never trimmed
 	Trimmed        uint8 // written on packets trimmed mid-fabric; header queue
 	TrimmedLastHop uint8 // written on packets trimmed on a LastHop port; header queue
+	NoTrim         uint8 // DSCP_NO_TRIM: data queue, never trimmed (tail-dropped instead)
 }
 
 // DefaultDSCP is the switch's view of mrc.DefaultDSCP.
@@ -51,6 +52,7 @@ var DefaultDSCP = DSCP{
 	Control:        mrc.DefaultDSCP.Control,
 	Trimmed:        mrc.DefaultDSCP.Trimmed,
 	TrimmedLastHop: mrc.DefaultDSCP.TrimmedLastHop,
+	NoTrim:         mrc.DefaultDSCP.NoTrim,
 }
 
 // Config configures a Switch. Zero fields take the defaults in their

@@ -283,6 +283,39 @@ func TestTrimming(t *testing.T) {
 	}
 }
 
+// TestNoTrimClass: data with DSCP NoTrim (DSCP_NO_TRIM) is never trimmed,
+// on mid-fabric and last-hop ports alike: past the trim threshold it still
+// joins the data queue, and past the buffer it is tail-dropped. Trimmable
+// data behind it is trimmed as before.
+func TestNoTrimClass(t *testing.T) {
+	for _, lastHop := range []bool{false, true} {
+		s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 5 * 4300, TrimAt: 2 * 4300, Trim: true, LastHop: lastHop}})
+		var drops, trims int
+		for i := range 8 {
+			pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.NoTrim)
+			v := s.Enqueue(0, 1, 0, Handle(i), pkt, wl)
+			if v.Trimmed {
+				trims++
+			}
+			if v.Drop == DropQueueFull {
+				drops++
+			} else if v.Drop != DropNone {
+				t.Fatalf("packet %d: %+v", i, v)
+			}
+			if got := wire.OuterTrafficClass(pkt) >> 2; got != mrc.DefaultDSCP.NoTrim {
+				t.Fatalf("packet %d: DSCP rewritten to %d", i, got)
+			}
+		}
+		if trims != 0 || drops != 3 {
+			t.Fatalf("lastHop %v: %d no-trim packets trimmed, %d tail-dropped; want 0 and 3 (five 4 KiB packets fit in 21.5 kB)", lastHop, trims, drops)
+		}
+		pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.Data)
+		if v := s.Enqueue(0, 1, 0, 99, pkt, wl); !v.Trimmed {
+			t.Fatalf("trimmable data over the threshold: %+v", v)
+		}
+	}
+}
+
 func equalHandles(a, b []Handle) bool {
 	if len(a) != len(b) {
 		return false

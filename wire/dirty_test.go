@@ -54,7 +54,7 @@ func allPacketKinds() []Packet {
 			p.NACK = NACK{Reason: NackTrimmed, NackPSN: 3}
 			p.Probe = Probe{ProbeID: 4}
 			p.EPReq = EPRequest{Op: EPPortStatusUpdate, PortStatusMask: 0xb}
-			p.EPResp = EPResponse{ReqID: 5}
+			p.EPResp = EPResponse{TxTimestamp: 5}
 			p.AETH = AETH{Syndrome: AETHAck, MSN: 6}
 			out = append(out, p)
 		}

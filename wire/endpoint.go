@@ -25,22 +25,22 @@ const (
 	erthResv1Mask = 0x7C
 )
 
-// EETH layout. From the spec (digest §3.2 [S]): the prefix, op in byte 1
-// b5-4, six reserved 32-bit words at bytes 4-27, tx_timestamp at 28-29.
-// Our choices (the public material is silent): bytes 4-7 carry the
-// port_status_mask, bytes 8-9 the request id; bytes 10-27 and 30-35 stay
-// reserved.
+// EETH layout. From the spec (digest §3.2 [S]): the prefix, op, six
+// reserved 32-bit words at bytes 4-27, tx_timestamp at 28-29. Our choices
+// (the public material is silent): op sits in byte 1 b1-0, where the ERTH
+// has it; bytes 4-7 carry the responder's port_status_mask (information
+// only: nothing is matched or decided on it); bytes 8-27 and 30-35 stay
+// reserved. A response is matched to its request by the echoed
+// tx_timestamp alone.
 const (
-	eethOffFlags     = 1  // next_hdr[0] b7 | resv b6 | op b5-4 | resv b3-0
+	eethOffFlags     = 1  // next_hdr[0] b7 | resv b6-2 | op b1-0 (as in the ERTH)
 	eethOffResv2     = 2  // reserved, 16 bits
 	eethOffMask      = 4  // our choice: port_status_mask, 32 bits
-	eethOffReqID     = 8  // our choice: request id, 16 bits
-	eethOffResv10    = 10 // reserved, 18 bytes
+	eethOffResv8     = 8  // reserved, 20 bytes
 	eethOffTimestamp = 28 // tx_timestamp echoed from the request, 16 bits
 	eethOffResv30    = 30 // reserved, 6 bytes
-	eethOpShift      = 4
 	eethOpMask       = 0x03
-	eethResv1Mask    = 0x4F
+	eethResv1Mask    = 0x7C
 )
 
 // EndpointOp is the operation of an endpoint request or response.
@@ -115,16 +115,16 @@ func (r *EPRequest) Decode(b []byte) (int, error) {
 }
 
 // EPResponse is the EETH, the body of an ENDPOINT_RESPONSE packet. The
-// PortStatusMask and ReqID placements are our choice (see docs/wire.md).
+// op and PortStatusMask placements are our choice (see docs/wire.md); the
+// requester matches a response to its request by TxTimestamp.
 type EPResponse struct {
 	Type           uint8 // 4 bits
 	NextHdr        uint8 // 5 bits
-	Resv1          uint8 // reserved bits of byte 1 (b6, b3-0), in place
+	Resv1          uint8 // reserved bits of byte 1 (b6-2), in place
 	Op             EndpointOp
 	Resv2          uint16   // reserved bytes 2-3
 	PortStatusMask uint32   // our choice: the responder's port status, bytes 4-7
-	ReqID          uint16   // our choice: the request id being answered, bytes 8-9
-	Resv10         [18]byte // reserved bytes 10-27
+	Resv8          [20]byte // reserved bytes 8-27
 	TxTimestamp    uint16   // echoed from the request's TSETH
 	Resv30         [6]byte  // reserved bytes 30-35
 }
@@ -140,11 +140,10 @@ func (r *EPResponse) Append(b []byte) []byte {
 func (r *EPResponse) put(w []byte) {
 	w = w[:EETHLen]
 	putTypeNext(w, r.Type, r.NextHdr)
-	w[eethOffFlags] |= r.Resv1&eethResv1Mask | (uint8(r.Op)&eethOpMask)<<eethOpShift
+	w[eethOffFlags] |= r.Resv1&eethResv1Mask | uint8(r.Op)&eethOpMask
 	binary.BigEndian.PutUint16(w[eethOffResv2:], r.Resv2)
 	binary.BigEndian.PutUint32(w[eethOffMask:], r.PortStatusMask)
-	binary.BigEndian.PutUint16(w[eethOffReqID:], r.ReqID)
-	copy(w[eethOffResv10:], r.Resv10[:])
+	copy(w[eethOffResv8:], r.Resv8[:])
 	binary.BigEndian.PutUint16(w[eethOffTimestamp:], r.TxTimestamp)
 	copy(w[eethOffResv30:], r.Resv30[:])
 }
@@ -157,11 +156,10 @@ func (r *EPResponse) Decode(b []byte) (int, error) {
 	b = b[:EETHLen]
 	r.Type, r.NextHdr = typeNext(b)
 	r.Resv1 = b[eethOffFlags] & eethResv1Mask
-	r.Op = EndpointOp(b[eethOffFlags] >> eethOpShift & eethOpMask)
+	r.Op = EndpointOp(b[eethOffFlags] & eethOpMask)
 	r.Resv2 = binary.BigEndian.Uint16(b[eethOffResv2:])
 	r.PortStatusMask = binary.BigEndian.Uint32(b[eethOffMask:])
-	r.ReqID = binary.BigEndian.Uint16(b[eethOffReqID:])
-	copy(r.Resv10[:], b[eethOffResv10:])
+	copy(r.Resv8[:], b[eethOffResv8:])
 	r.TxTimestamp = binary.BigEndian.Uint16(b[eethOffTimestamp:])
 	copy(r.Resv30[:], b[eethOffResv30:])
 	return EETHLen, nil

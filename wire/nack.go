@@ -11,7 +11,7 @@ const NETHLen = 20
 // NETH layout, from the spec (digest §3.2 [S]). Bytes 0-1 are the common
 // type/next_hdr prefix (see putTypeNext).
 const (
-	nethOffFlags     = 1  // next_hdr[0] b7 | resv b6-0
+	nethOffFlags     = 1  // next_hdr[0] b7 | resv b6 | ce b5 (our choice) | resv b4-0
 	nethOffReason    = 2  // nack_reason
 	nethOffVendor    = 3  // vendor_info
 	nethOffEntropy   = 4  // entropy (reflected EV), 32 bits
@@ -22,7 +22,11 @@ const (
 	nethOffCC        = 16 // cc_type b7-4 | cc_fl b3-0
 	nethOffResv17    = 17 // reserved byte
 	nethOffTimestamp = 18 // tx_timestamp, 16 bits
-	nethResv1Mask    = 0x7F
+	nethResv1Mask    = 0x5F
+	// nethCE is our choice for the CE flag (digest §3.6 [U]: a NACK
+	// carries the ECN CE bit of the packet it answers): the bit that
+	// M = SKIP_ONCE sets in the SETH, which means the same there.
+	nethCE = 0x20
 
 	// NACKDefaultCCType is the cc_type a NACK carries by default.
 	NACKDefaultCCType = 0x2
@@ -74,7 +78,8 @@ func (r NackReason) String() string {
 type NACK struct {
 	Type        uint8 // 4 bits
 	NextHdr     uint8 // 5 bits
-	Resv1       uint8 // 7 reserved bits of byte 1 (b6-0)
+	Resv1       uint8 // reserved bits of byte 1 (b6, b4-0), in place
+	CE          bool  // our choice: the NACKed packet arrived CE-marked (byte 1 b5)
 	Reason      NackReason
 	VendorInfo  uint8
 	Entropy     EV     // the EV of the NACKed packet, reflected
@@ -99,7 +104,7 @@ func (n *NACK) Append(b []byte) []byte {
 func (n *NACK) put(w []byte) {
 	w = w[:NETHLen]
 	putTypeNext(w, n.Type, n.NextHdr)
-	w[nethOffFlags] |= n.Resv1 & nethResv1Mask
+	w[nethOffFlags] |= n.Resv1&nethResv1Mask | flag(n.CE, nethCE)
 	w[nethOffReason] = uint8(n.Reason)
 	w[nethOffVendor] = n.VendorInfo
 	binary.BigEndian.PutUint32(w[nethOffEntropy:], uint32(n.Entropy))
@@ -120,6 +125,7 @@ func (n *NACK) Decode(b []byte) (int, error) {
 	b = b[:NETHLen]
 	n.Type, n.NextHdr = typeNext(b)
 	n.Resv1 = b[nethOffFlags] & nethResv1Mask
+	n.CE = b[nethOffFlags]&nethCE != 0
 	n.Reason = NackReason(b[nethOffReason])
 	n.VendorInfo = b[nethOffVendor]
 	n.Entropy = EV(binary.BigEndian.Uint32(b[nethOffEntropy:]))

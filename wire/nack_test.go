@@ -23,9 +23,9 @@ func TestNACK(t *testing.T) {
 		0x00,       // resv
 		0xAB, 0xCD, // tx_timestamp
 	})
-	checkCodec(t, NACK{NextHdr: 1, Resv1: 0x7F, Reason: NackWImmLimit, Resv12: 0xEE, Resv17: 0xDD}, []byte{
+	checkCodec(t, NACK{NextHdr: 1, Resv1: 0x5F, Reason: NackWImmLimit, Resv12: 0xEE, Resv17: 0xDD}, []byte{
 		0x00,       // type=0 | next_hdr[4:1]=0
-		0xFF,       // next_hdr[0]=1 (b7) | resv=0x7F
+		0xDF,       // next_hdr[0]=1 (b7) | resv b6 = 1 | ce b5 = 0 | resv b4-0 = 11111
 		0x0C,       // nack_reason WIMM_LIMIT (our choice)
 		0x00,       // vendor_info
 		0, 0, 0, 0, // entropy
@@ -36,6 +36,18 @@ func TestNACK(t *testing.T) {
 		0xDD, // resv
 		0, 0, // tx_timestamp
 	})
+}
+
+// TestNACKCE decodes a hand-written NETH whose byte 1 has only b5 set:
+// the NACKed packet arrived CE-marked (our choice of bit, docs/wire.md).
+func TestNACKCE(t *testing.T) {
+	b := make([]byte, NETHLen)
+	b[1], b[2] = 0x20, byte(NackTrimmedLastHop)
+	var n NACK
+	if _, err := n.Decode(b); err != nil || !n.CE || n.Resv1 != 0 || n.Reason != NackTrimmedLastHop {
+		t.Fatalf("decoded %+v, %v; want CE and no reserved bits", n, err)
+	}
+	checkCodec(t, NACK{CE: true, Reason: NackTrimmedLastHop}, b)
 }
 
 func TestNackReasonString(t *testing.T) {

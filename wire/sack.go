@@ -139,10 +139,10 @@ func (c *CCState) get(b []byte) {
 // SACK is the body of a RELIABILITY_SACK packet: the SETH and its CC_STATE
 // (digest §3.2, §3.6 [S]).
 //
-// Bitmap convention (our choice; digest §3.6 example): bit i of the bitmap
-// stands for PSN Base()+i, where Base() = CackPSN + SackOffset; i = 0 is
-// the first bit on the wire, the MSB of the big-endian SackBitmap. A set
-// bit means received.
+// Bitmap convention (the spec's, digest §3.2: bit 0 is the LSB): bit i of
+// the bitmap stands for PSN Base()+i, where Base() = CackPSN + SackOffset;
+// i = 0 is the least significant bit of the big-endian SackBitmap, the
+// last bit on the wire (b0 of byte 27). A set bit means received.
 type SACK struct {
 	Type         uint8    // 4 bits
 	NextHdr      uint8    // 5 bits
@@ -231,14 +231,14 @@ func (s *SACK) Bit(i int) bool {
 	if uint(i) >= SACKBitmapBits {
 		return false
 	}
-	return s.SackBitmap>>(SACKBitmapBits-1-i)&1 != 0
+	return s.SackBitmap>>uint(i)&1 != 0
 }
 
 // SetBit sets bitmap bit i (PSN Base()+i). It ignores i outside
 // [0, SACKBitmapBits).
 func (s *SACK) SetBit(i int) {
 	if uint(i) < SACKBitmapBits {
-		s.SackBitmap |= 1 << (SACKBitmapBits - 1 - i)
+		s.SackBitmap |= 1 << uint(i)
 	}
 }
 

@@ -7,7 +7,7 @@ var goldenSACK = SACK{
 	Type: 0xA, NextHdr: 0x15, M: SackSkipOnce, Resv1: 0x01, PR: true,
 	AckPSNOffset: -2, Entropy: 0x12345678, SPDCID: 0x0102, DPDCID: 0x0304,
 	CackPSN: 4, CCType: 0x2, CCFlags: 0x5, MPR: 8, SackOffset: 1,
-	SackBitmap: 0x6E00000000000000,
+	SackBitmap: 0x76, // bits 0..6 = 0110111: PSN 5 missing, 6 7, 8 missing, 9 10 11
 	CC:         CCState{TxTimestamp: 0x1234, Resv: 1, OOOCount: 0x0102, RC: true, RcvCwndPen: 0x7F, RcvdBytes: 0x10},
 }
 
@@ -23,7 +23,7 @@ var goldenSACKBytes = []byte{
 	0x25,       // cc_type=2 | cc_fl=5
 	0x08,       // mpr = 8 (1024 PSNs)
 	0x00, 0x01, // sack_offset = +1
-	0x6E, 0, 0, 0, 0, 0, 0, 0, // sack_bitmap 0110 1110 …: PSN 5 missing, 6 7 received, 8 missing, 9 10 11 received
+	0, 0, 0, 0, 0, 0, 0, 0x76, // sack_bitmap, bit 0 = LSB = PSN 5: 0x76 = 0111 0110, so from b0 up 0 1 1 0 1 1 1: PSN 5 missing, 6 7, 8 missing, 9 10 11
 	// CC_STATE
 	0x12, 0x34, // tx_timestamp
 	0x81, 0x02, // resv=1 (b15) | ooo_count=0x102
@@ -43,7 +43,7 @@ func TestSACK(t *testing.T) {
 		0xFF, 0xFF, 0xFF, // cack_psn
 		0x00, 0x00, // cc_type | cc_fl, mpr
 		0x80, 0x00, // sack_offset = -32768
-		0, 0, 0, 0, 0, 0, 0, 1, // sack_bitmap: only the last bit (base+63)
+		0, 0, 0, 0, 0, 0, 0, 1, // sack_bitmap: only the LSB, bit 0 (base)
 		0, 0, 0, 0, 0, 0, 0, 0, // CC_STATE
 	})
 }
@@ -95,7 +95,7 @@ func TestSACKWrap(t *testing.T) {
 	s.SetBit(2)                                 // 0x000001 after the wrap
 	s.SetBit(64)                                // ignored
 	s.SetBit(-1)                                // ignored
-	if s.SackBitmap != 0xA000000000000000 {
+	if s.SackBitmap != 0b101 {
 		t.Fatalf("bitmap %#x", s.SackBitmap)
 	}
 	for psn, want := range map[uint32]bool{
@@ -146,4 +146,52 @@ func BenchmarkSACKAppend(b *testing.B) {
 		buf = goldenSACK.Append(buf[:0])
 	}
 	reportPerPacket(b, 0)
+}
+
+// TestSACKBitmapBitOrder decodes a SETH written out by hand, not by our
+// encoder, and lists the PSNs it acknowledges: the bitmap's least
+// significant bit (b0 of byte 27) is bit 0, PSN cack_psn + sack_offset,
+// and bit i is PSN cack_psn + sack_offset + i (digest §3.2: bit 0 = LSB).
+func TestSACKBitmapBitOrder(t *testing.T) {
+	b := []byte{
+		0x00, 0x00, // type, next_hdr, M=NONE, pr=0
+		0x00, 0x00, // ack_psn_offset
+		0, 0, 0, 0, // entropy
+		0, 0, 0, 0, // spdcid, dpdcid
+		0x00,             // resv
+		0x00, 0x00, 0x64, // cack_psn = 100
+		0x00, 0x08, // cc_type | cc_fl, mpr
+		0x00, 0x02, // sack_offset = +2: bit 0 is PSN 102
+		// sack_bitmap: byte 20 b7 is bit 63, byte 27 b0 is bit 0.
+		0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x05, // bits 63, 8, 2, 0
+		0, 0, 0, 0, 0, 0, 0, 0, // CC_STATE
+	}
+	var s SACK
+	if _, err := s.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	var acked []uint32
+	for psn := uint32(90); psn < 200; psn++ {
+		if s.Acked(psn) {
+			acked = append(acked, psn)
+		}
+	}
+	var want []uint32
+	for psn := uint32(90); psn <= 100; psn++ {
+		want = append(want, psn) // cumulatively
+	}
+	want = append(want, 102, 104, 110, 165) // bits 0, 2, 8, 63
+	if len(acked) != len(want) {
+		t.Fatalf("acknowledged PSNs %v, want %v", acked, want)
+	}
+	for i := range want {
+		if acked[i] != want[i] {
+			t.Fatalf("acknowledged PSNs %v, want %v", acked, want)
+		}
+	}
+	for i, want := range map[int]bool{0: true, 1: false, 2: true, 8: true, 62: false, 63: true} {
+		if s.Bit(i) != want {
+			t.Errorf("Bit(%d) = %v", i, !want)
+		}
+	}
 }

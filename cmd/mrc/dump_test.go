@@ -417,7 +417,7 @@ func checkDumpFrame(t *testing.T, f *dump.Frame, c *captured) {
 			t.Errorf("%s: erth %+v, sent %+v", where, f.ERTH, p.EPReq)
 		}
 	case op == wire.OpEndpointResponse:
-		if f.EETH.PortStatusMask != p.EPResp.PortStatusMask || f.EETH.ReqID != int(p.EPResp.ReqID) {
+		if f.EETH.PortStatusMask != p.EPResp.PortStatusMask || f.EETH.TxTimestamp != int(p.EPResp.TxTimestamp) {
 			t.Errorf("%s: eeth %+v, sent %+v", where, f.EETH, p.EPResp)
 		}
 	default:
@@ -435,8 +435,8 @@ var tsharkFields = []string{
 	"mrc.meth.msn", "mrc.reth.va", "mrc.reth.rkey", "mrc.reth.dma_len", "mrc.immdt", "mrc.payload_len", "mrc.trimmed", "mrc.icrc",
 	"mrc.seth.cack_psn", "mrc.seth.sack_offset", "mrc.seth.sack_bitmap", "mrc.seth.sacked", "mrc.seth.m", "mrc.seth.pr",
 	"mrc.seth.entropy", "mrc.seth.entropy.plane", "mrc.seth.entropy.path", "mrc.cc.rcvd_bytes",
-	"mrc.neth.reason", "mrc.neth.nack_psn", "mrc.neth.entropy", "mrc.neth.entropy.plane", "mrc.neth.entropy.path",
-	"mrc.peth.probe_id", "mrc.erth.op", "mrc.erth.port_status_mask", "mrc.eeth.req_id", "mrc.eeth.port_status_mask",
+	"mrc.neth.reason", "mrc.neth.ce", "mrc.neth.nack_psn", "mrc.neth.entropy", "mrc.neth.entropy.plane", "mrc.neth.entropy.path",
+	"mrc.peth.probe_id", "mrc.erth.op", "mrc.erth.port_status_mask", "mrc.eeth.op", "mrc.eeth.tx_timestamp", "mrc.eeth.port_status_mask",
 	"mrc.malformed", "mrc.unknown_opcode", "mrc.not_captured",
 }
 
@@ -572,6 +572,7 @@ func TestWiresharkDissector(t *testing.T) {
 			n := &p.NACK
 			want["mrc.neth.reason"] = fmt.Sprintf("0x%02x", uint8(n.Reason))
 			want["mrc.neth.nack_psn"] = strconv.Itoa(int(n.NackPSN))
+			want["mrc.neth.ce"] = b2s(n.CE)
 			want["mrc.neth.entropy"] = fmt.Sprintf("0x%08x", uint32(n.Entropy))
 			want["mrc.neth.entropy.plane"] = strconv.Itoa(mrc.EVPlane(uint32(n.Entropy)))
 			want["mrc.neth.entropy.path"] = strconv.Itoa(mrc.EVPath(uint32(n.Entropy)))
@@ -584,7 +585,8 @@ func TestWiresharkDissector(t *testing.T) {
 			want["mrc.erth.op"] = strconv.Itoa(int(p.EPReq.Op))
 			want["mrc.erth.port_status_mask"] = fmt.Sprintf("0x%08x", p.EPReq.PortStatusMask)
 		case op == wire.OpEndpointResponse:
-			want["mrc.eeth.req_id"] = strconv.Itoa(int(p.EPResp.ReqID))
+			want["mrc.eeth.op"] = strconv.Itoa(int(p.EPResp.Op))
+			want["mrc.eeth.tx_timestamp"] = strconv.Itoa(int(p.EPResp.TxTimestamp))
 			want["mrc.eeth.port_status_mask"] = fmt.Sprintf("0x%08x", p.EPResp.PortStatusMask)
 		}
 		keys := make([]string, 0, len(want))
@@ -637,9 +639,11 @@ func TestWiresharkDissectorEdgeCases(t *testing.T) {
 		{"sack", "mrc.seth.pr", "1"},
 		{"nack", "mrc.neth.reason", "0x06"},
 		{"nack_unknown_reason", "mrc.neth.reason", "0x42"},
+		{"nack", "mrc.neth.ce", "1"},
 		{"probe", "mrc.peth.probe_id", "42"},
 		{"endpoint_request", "mrc.erth.port_status_mask", "0x00000005"},
-		{"endpoint_response", "mrc.eeth.req_id", "7"},
+		{"endpoint_response", "mrc.eeth.tx_timestamp", "3"},
+		{"endpoint_response", "mrc.eeth.op", "1"},
 		{"snapped_sack", "mrc.not_captured", "1"},
 		{"snapped_sack", "mrc.malformed", ""},
 		{"truncated_sack", "mrc.malformed", "1"},

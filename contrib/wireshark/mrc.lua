@@ -177,7 +177,8 @@ f.c_pen    = ProtoField.uint8("mrc.cc.rcv_cwnd_pen", "Receiver cwnd penalty", ba
 f.c_rcvd   = ProtoField.uint24("mrc.cc.rcvd_bytes", "Received bytes (x256)", base.DEC)
 
 -- NETH
-f.n_resv1  = ProtoField.uint8("mrc.neth.resv1", "Reserved", base.HEX, nil, 0x7F)
+f.n_resv1  = ProtoField.uint8("mrc.neth.resv1", "Reserved", base.HEX, nil, 0x5F)
+f.n_ce     = ProtoField.bool("mrc.neth.ce", "NACKed packet was CE-marked", 8, nil, 0x20)
 f.n_reason = ProtoField.uint8("mrc.neth.reason", "NACK reason", base.HEX, nack_reasons)
 f.n_vendor = ProtoField.uint8("mrc.neth.vendor_info", "Vendor info", base.HEX)
 f.n_ent    = ProtoField.uint32("mrc.neth.entropy", "Entropy (reflected EV)", base.HEX)
@@ -210,13 +211,12 @@ f.r_mask   = ProtoField.uint32("mrc.erth.port_status_mask", "Port status mask (b
 f.r_resv8  = ProtoField.uint32("mrc.erth.resv8", "Reserved", base.HEX)
 
 -- EETH
-f.e_resv1  = ProtoField.uint8("mrc.eeth.resv1", "Reserved", base.HEX, nil, 0x4F)
-f.e_op     = ProtoField.uint8("mrc.eeth.op", "Operation", base.DEC, ep_ops, 0x30)
+f.e_resv1  = ProtoField.uint8("mrc.eeth.resv1", "Reserved", base.HEX, nil, 0x7C)
+f.e_op     = ProtoField.uint8("mrc.eeth.op", "Operation", base.DEC, ep_ops, 0x03)
 f.e_resv2  = ProtoField.uint16("mrc.eeth.resv2", "Reserved", base.HEX)
 f.e_mask   = ProtoField.uint32("mrc.eeth.port_status_mask", "Port status mask (bit i: plane i up)", base.HEX)
-f.e_reqid  = ProtoField.uint16("mrc.eeth.req_id", "Request id", base.DEC)
-f.e_resv10 = ProtoField.bytes("mrc.eeth.resv10", "Reserved")
-f.e_tx     = ProtoField.uint16("mrc.eeth.tx_timestamp", "Tx timestamp (echoed)", base.DEC)
+f.e_resv8  = ProtoField.bytes("mrc.eeth.resv8", "Reserved")
+f.e_tx     = ProtoField.uint16("mrc.eeth.tx_timestamp", "Tx timestamp (echoed; matches the request)", base.DEC)
 f.e_resv30 = ProtoField.bytes("mrc.eeth.resv30", "Reserved")
 
 -- Payload, pad, ICRC, trimming
@@ -387,12 +387,13 @@ local function dissect_sack(tvb, t, info)
     local base = (cack + soff) % 16777216
     s:add(f.s_base, base):set_generated()
     local bm = s:add(f.s_bitmap, tvb(20, 8))
-    -- Bit i of the bitmap (i = 0 the MSB of the big-endian field) is PSN base+i.
+    -- Bit i of the bitmap (i = 0 the LSB of the big-endian field, b0 of its
+    -- last byte) is PSN base+i.
     local hi, lo = tvb(20, 4):uint(), tvb(24, 4):uint()
     local psns = {}
     for i = 0, 63 do
         local set
-        if i < 32 then set = bits(hi, 31 - i, 1) == 1 else set = bits(lo, 63 - i, 1) == 1 end
+        if i < 32 then set = bits(lo, i, 1) == 1 else set = bits(hi, i - 32, 1) == 1 end
         if set then psns[#psns + 1] = (base + i) % 16777216 end
     end
     local ranges = psn_ranges(psns)
@@ -416,6 +417,7 @@ local function dissect_nack(tvb, t, info)
     local n = t:add(tvb(0, NETH_LEN), "NETH")
     add_control_prefix(n, tvb, "neth")
     n:add(f.n_resv1, tvb(1, 1))
+    n:add(f.n_ce, tvb(1, 1))
     local reason = tvb(2, 1):uint()
     n:add(f.n_reason, tvb(2, 1))
     n:add(f.n_vendor, tvb(3, 1))
@@ -431,7 +433,8 @@ local function dissect_nack(tvb, t, info)
     n:add(f.n_tx, tvb(18, 2))
     local name = nack_reasons[reason] or string.format("NackReason(0x%02x)", reason)
     n:add_proto_expert_info(ef.nack, "NACK " .. name .. " for PSN " .. tvb(13, 3):uint())
-    info[#info + 1] = string.format("%s psn %d for ev %s", name, tvb(13, 3):uint(), ev_text(ev))
+    local ce = bits(tvb(1, 1):uint(), 5, 1) == 1 and " ce" or ""
+    info[#info + 1] = string.format("%s psn %d%s for ev %s", name, tvb(13, 3):uint(), ce, ev_text(ev))
 end
 
 local function dissect_probe(tvb, t, info)
@@ -470,12 +473,11 @@ local function dissect_ep_response(tvb, t, info)
     r:add(f.e_resv2, tvb(2, 2))
     local mask = tvb(4, 4):uint()
     r:add(f.e_mask, tvb(4, 4)):append_text(" (planes up: " .. planes_up(mask) .. ")")
-    r:add(f.e_reqid, tvb(8, 2))
-    r:add(f.e_resv10, tvb(10, 18))
+    r:add(f.e_resv8, tvb(8, 20))
     r:add(f.e_tx, tvb(28, 2))
     r:add(f.e_resv30, tvb(30, 6))
-    info[#info + 1] = string.format("%s req %d planes up %s", ep_ops[bits(tvb(1, 1):uint(), 4, 2)],
-        tvb(8, 2):uint(), planes_up(mask))
+    info[#info + 1] = string.format("%s ts %d planes up %s", ep_ops[bits(tvb(1, 1):uint(), 0, 2)],
+        tvb(28, 2):uint(), planes_up(mask))
 end
 
 local function dissect_ack(tvb, t, info)

@@ -3,11 +3,7 @@
 // 64-bit SACK bitmap at any base.
 package rxwin
 
-import (
-	"math/bits"
-
-	"github.com/openmrc/mrc/internal/psn"
-)
+import "github.com/openmrc/mrc/internal/psn"
 
 // Result says what Mark did with a PSN.
 type Result uint8
@@ -108,11 +104,11 @@ func (w *Window) Mark(p psn.PSN) Result {
 }
 
 // Bitmap returns the arrival state of the 64 PSNs starting at base, in the
-// SACK wire order: the most significant bit is base, the least base+63.
+// SACK wire order: the least significant bit is base, the most base+63.
 // PSNs before Next count as received; PSNs beyond the window as not.
 func (w *Window) Bitmap(base psn.PSN) uint64 {
 	d := base.Sub(w.next)
-	var b uint64 // LSB-first: bit k is base+k
+	var b uint64 // bit k is base+k
 	pre := 0     // leading PSNs that precede next, hence received
 	if d < 0 {
 		if d <= -64 {
@@ -135,5 +131,5 @@ func (w *Window) Bitmap(base psn.PSN) uint64 {
 		b |= chunk << uint(pre+k)
 		k += take
 	}
-	return bits.Reverse64(b)
+	return b
 }

@@ -41,7 +41,7 @@ func (m *model) bitmap(base psn.PSN) uint64 {
 	var b uint64
 	for k := range 64 {
 		if m.has(base.Add(k)) {
-			b |= 1 << (63 - k)
+			b |= 1 << k
 		}
 	}
 	return b
@@ -90,7 +90,8 @@ func TestAgainstModel(t *testing.T) {
 }
 
 // TestDigestExample is the SACK example of digest §3.6: PSNs 0–11 sent,
-// 5 and 8 lost: cack_psn = 4 and the bitmap from 5 reads 0110111 then zeros.
+// 5 and 8 lost: cack_psn = 4 and the bitmap from 5 reads 0110111 from bit 0
+// (the LSB) up, then zeros.
 func TestDigestExample(t *testing.T) {
 	w := New(0, 1024)
 	for p := range psn.PSN(12) {
@@ -101,7 +102,7 @@ func TestDigestExample(t *testing.T) {
 	if cack := w.Next().Add(-1); cack != 4 {
 		t.Fatalf("cack = %d, want 4", cack)
 	}
-	const want = 0b0110111 << 57
+	const want = 0b1110110 // bit 0 (PSN 5) is the LSB
 	if got := w.Bitmap(5); got != want {
 		t.Fatalf("bitmap = %064b, want %064b", got, uint64(want))
 	}

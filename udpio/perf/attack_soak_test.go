@@ -382,11 +382,11 @@ type attacker struct {
 	r       *rand.Rand
 	bind    *udpio.StdBind // [::1] (plane 0), and spoofIP if valid (plane 1)
 	spoofIP netip.Addr
-	out    []udpio.Burst
-	sent   map[string]int // per class
-	total  int
-	errors int // sends that failed
-	ctl    ctlSniff
+	out     []udpio.Burst
+	sent    map[string]int // per class
+	total   int
+	errors  int // sends that failed
+	ctl     ctlSniff
 }
 
 // attackerBind opens the attacker's sockets: one on [::1], and one on

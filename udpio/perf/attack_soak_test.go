@@ -71,11 +71,14 @@ func TestAttackSoakLoopback(t *testing.T) {
 		size = 64 << 20
 	}
 	const total = 100_000
-	deadline := time.Now().Add(50 * time.Second)
-	addr, stop := serve(t)
-	defer stop()
+	deadline := time.Now().Add(45 * time.Second)
+	addr, stopServer := serve(t)
 	relay := newCtlRelay(t, addr)
-	defer relay.close()
+	stop := sync.OnceFunc(func() {
+		stopServer() // returns once every session has ended
+		relay.close()
+	})
+	defer stop()
 	base := heapAfterGC()
 	mem := watchHeap()
 	at := &attacker{r: rand.New(rand.NewPCG(10, 1)), sent: map[string]int{}}
@@ -95,6 +98,7 @@ func TestAttackSoakLoopback(t *testing.T) {
 		res := at.session(t, relay, cfg, deadline, total)
 		addCounts(counts, res)
 	}
+	stop()
 	peakInuse, peakSys := mem.stop()
 	after := heapAfterGC()
 

@@ -117,7 +117,7 @@ func TestAttackSoakLoopback(t *testing.T) {
 	// session's buffers may not be collected yet; the rest of the bound
 	// is for the capture, the relay and the attacker. Keeping what the
 	// full attack sends (100,000 datagrams, about 200 MiB) would exceed it.
-	chunks := int64(16 + 1) // the default ring, and the pattern's extra slot
+	chunks := int64(16 + 1) // the default ring of 1 MiB chunks, and the pattern's extra slot
 	buffers := uint64(3*chunks<<20 + 2*udpio.DriverMemory(cfg.Planes, 4096, udpio.Options{}))
 	if bound := base + 3*buffers + 32<<20; peakInuse > bound {
 		t.Errorf("heap in use peaked at %d MiB, bound %d MiB (%d MiB of session buffers)", peakInuse>>20, bound>>20, buffers>>20)

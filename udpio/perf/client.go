@@ -168,19 +168,28 @@ type Result struct {
 	// MaxStall is the longest wait between two WRITE completions (or from
 	// the first post to the first), in seconds, and StallAt when it ended
 	// (seconds since the start): what a failure cost the application.
-	MaxStall      float64      `json:"max_stall_s"`
-	StallAt       float64      `json:"stall_at_s"`
-	Encap         string       `json:"encap"`
-	Native        bool         `json:"native"`
-	SendErrors    string       `json:"send_errors,omitempty"`
-	PcapPackets   uint64       `json:"pcap_packets,omitempty"`
-	GSO           bool         `json:"gso"`
-	GRO           bool         `json:"gro"`
-	RxOverflows   uint64       `json:"rx_overflows"`
-	RxPolled      uint64       `json:"rx_polled"` // datagrams read without blocking before a due timer (udpio.DriverStats.RxPolled)
-	InjectedDrops uint64       `json:"injected_drops"`
-	Server        ServerReport `json:"server"`
-	Config        ClientConfig `json:"config"`
+	MaxStall    float64 `json:"max_stall_s"`
+	StallAt     float64 `json:"stall_at_s"`
+	Encap       string  `json:"encap"`
+	Native      bool    `json:"native"`
+	SendErrors  string  `json:"send_errors,omitempty"`
+	PcapPackets uint64  `json:"pcap_packets,omitempty"`
+	GSO         bool    `json:"gso"`
+	GRO         bool    `json:"gro"`
+	RxOverflows uint64  `json:"rx_overflows"`
+	RxPolled    uint64  `json:"rx_polled"` // datagrams read without blocking before a due timer (udpio.DriverStats.RxPolled)
+	// What the client discarded of what it received: in its endpoint
+	// (by mrc.DropReason) and in its datapath (udpio.DriverStats), as
+	// the server's report has them.
+	Dropped       uint64            `json:"dropped"`
+	DropReasons   map[string]uint64 `json:"drop_reasons,omitempty"`
+	RxMalformed   uint64            `json:"rx_malformed"`
+	RxJunk        uint64            `json:"rx_junk"`
+	RxUnknownPeer uint64            `json:"rx_unknown_peer"`
+	RxSpoofed     uint64            `json:"rx_spoofed"`
+	InjectedDrops uint64            `json:"injected_drops"`
+	Server        ServerReport      `json:"server"`
+	Config        ClientConfig      `json:"config"`
 }
 
 // PlaneUsage is one plane's share of the data packets.
@@ -523,6 +532,8 @@ wait:
 		res.LossTimeouts, res.RetryTimeouts = s.LossTimeouts, s.RetryTimeouts
 		res.EVsRetired, res.EVsResurrected, res.ECNEchoes = s.EVRetired, s.EVResurrected, s.ECNEchoes
 		res.DataPackets = s.DataSent + s.Retransmits
+		es := ep.Stats()
+		res.Dropped, res.DropReasons = es.Dropped(), dropReasons(es)
 		res.EVStates = map[string]int{}
 		for state, n := range ses.qp.EVCounts(now) {
 			res.EVStates[mrc.EVState(state).String()] = n
@@ -564,7 +575,8 @@ wait:
 	sort.Slice(res.PerEV, func(i, j int) bool { return res.PerEV[i].EV < res.PerEV[j].EV })
 	res.GSO, res.GRO = ses.offloads()
 	res.RxOverflows = ses.bindStats().RecvOverflows
-	res.RxPolled = ses.Stats().RxPolled
+	ds := ses.Stats()
+	res.RxPolled, res.RxMalformed, res.RxJunk, res.RxUnknownPeer, res.RxSpoofed = ds.RxPolled, ds.RxMalformed, ds.RxJunk, ds.RxUnknownPeer, ds.RxSpoofed
 	res.Native, res.Encap, res.SendErrors = cfg.Native, cfg.Encap, ses.sendError()
 	if jw != nil {
 		ses.Close() // no record is written after this

@@ -115,6 +115,27 @@ type ServerReport struct {
 	Injected    uint64            `json:"injected_drops"` // packets dropped on purpose (--drop)
 	Overflows   uint64            `json:"rx_overflows"`   // datagrams the kernel dropped: socket buffer full
 	Malformed   uint64            `json:"rx_malformed"`   // datagrams whose length fields disagree with their size
+	// The datapath's other receive drops (udpio.DriverStats), before the
+	// endpoint sees a datagram.
+	Junk            uint64 `json:"rx_junk"`          // too short to hold an MRC packet
+	UnknownPeer     uint64 `json:"rx_unknown_peer"`  // from a core address no peer has
+	Spoofed         uint64 `json:"rx_spoofed"`       // a peer's core address, from another IP than its socket's
+	AnswersWithheld uint64 `json:"answers_withheld"` // NACKs, SACKs and probe answers over their per-RTT bound
+}
+
+// dropReasons returns an endpoint's nonzero drop counts by reason name,
+// or nil.
+func dropReasons(s mrc.Stats) map[string]uint64 {
+	var m map[string]uint64
+	for r, n := range s.Drops {
+		if n > 0 {
+			if m == nil {
+				m = map[string]uint64{}
+			}
+			m[mrc.DropReason(r).String()] = n
+		}
+	}
+	return m
 }
 
 // pattern returns n bytes of the seeded pattern.

@@ -430,14 +430,7 @@ func (s *Server) report(d *session, st *serverState, dn done) ServerReport {
 		s := e.Stats()
 		rep.SACKs, rep.NACKs, rep.Dups, rep.Dropped = s.SACKsSent, s.NACKsSent, s.Duplicates, s.Dropped()
 		rep.CEReceived, rep.TrimmedReceived, rep.ControlDropped = s.CEReceived, s.TrimmedReceived, s.ControlDropped
-		for r, n := range s.Drops {
-			if n > 0 {
-				if rep.DropReasons == nil {
-					rep.DropReasons = map[string]uint64{}
-				}
-				rep.DropReasons[mrc.DropReason(r).String()] = n
-			}
-		}
+		rep.DropReasons, rep.AnswersWithheld = dropReasons(s), s.AnswersWithheld
 		rep.Injected = st.dropped
 		if st.qpErr != nil {
 			rep.Error = st.qpErr.Error()
@@ -445,7 +438,8 @@ func (s *Server) report(d *session, st *serverState, dn done) ServerReport {
 		return nil
 	})
 	rep.Overflows = d.bindStats().RecvOverflows
-	rep.Malformed = d.Stats().RxMalformed
+	ds := d.Stats()
+	rep.Malformed, rep.Junk, rep.UnknownPeer, rep.Spoofed = ds.RxMalformed, ds.RxJunk, ds.RxUnknownPeer, ds.RxSpoofed
 	switch {
 	case dn.Failed != "":
 		rep.Error = "client failed: " + dn.Failed

@@ -53,10 +53,10 @@ type Filter struct {
 }
 
 // hasEV reports whether records of kind k carry an EV and a plane.
-func hasEV(k Kind) bool { return kindKeys(k)&(keyPacket|keyEV) != 0 }
+func hasEV(k Kind) bool { return k.Fields()&(FieldsPacket|FieldsEV) != 0 }
 
 // isPacket reports whether records of kind k are about one packet (PSN).
-func isPacket(k Kind) bool { return kindKeys(k)&keyPacket != 0 }
+func isPacket(k Kind) bool { return k.Fields()&FieldsPacket != 0 }
 
 // Match reports whether f keeps r. It does not allocate.
 func (f *Filter) Match(r *Record) bool {

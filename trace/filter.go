@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/units"
 )
 
 // KindSet is a set of Kinds.
@@ -194,8 +194,8 @@ func parseTime(s string) (mtime.Time, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	d, err := units.ParseDuration(s)
+	if err != nil {
 		return 0, fmt.Errorf("trace filter: time %q: want a duration such as 150us", s)
 	}
 	return mtime.Time(d), nil

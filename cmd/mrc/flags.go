@@ -40,14 +40,44 @@ func (fs *flagSet) parse(args []string) error {
 	err := fs.FlagSet.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(fs.stderr, "Usage: %s %s\n\nFlags:\n", fs.Name(), fs.usage)
-		fs.SetOutput(fs.stderr)
-		fs.PrintDefaults()
+		fs.printDefaults()
 		return errHelp
 	}
 	if err != nil {
 		return usageError{fs.explain(err)}
 	}
 	return nil
+}
+
+// printDefaults lists the flags as flag.PrintDefaults does, naming a
+// size or duration flag's argument "size" or "duration" where the flag
+// package, which does not know these types, would say "value".
+func (fs *flagSet) printDefaults() {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		if arg == "value" {
+			switch f.Value.(type) {
+			case sizeFlag:
+				arg = "size"
+			case durationFlag:
+				arg = "duration"
+			}
+		}
+		line := "  -" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if d := f.DefValue; d != "" && d != "0" && d != "0s" && d != "false" {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, ok := g.Get().(string); ok {
+					d = strconv.Quote(d)
+				}
+			}
+			line += " (default " + d + ")"
+		}
+		fmt.Fprintln(fs.stderr, line)
+	})
 }
 
 // The flag package's messages, which explain rewrites.

@@ -146,3 +146,14 @@ func TestPerfBytesDecimal(t *testing.T) {
 		t.Errorf("server exit %d", code)
 	}
 }
+
+// TestHelpNamesUnitArguments: -h names a size or duration flag's
+// argument by its kind, as the flag package does for its own types.
+func TestHelpNamesUnitArguments(t *testing.T) {
+	_, stderr, code := runMRC(t, "perf", "client", "-h")
+	for _, want := range []string{"\n  -base-rtt duration\n", "(default 100µs)", "\n  -bytes size\n", "\n  -chunk size\n", "(default 1048576)", "\n  -addr string\n"} {
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("mrc perf client -h: exit %d, no %q in\n%s", code, want, stderr)
+		}
+	}
+}

@@ -175,24 +175,23 @@ const MinRate = 1e6
 // "800Gbps", "2.5Gbit", "25e9b/s". It is from MinRate to MaxRate.
 func ParseRate(s string) (int64, error) {
 	t := strings.ReplaceAll(strings.TrimSpace(s), " ", "")
-	lower := strings.ToLower(t)
 	unit := false
 	for _, suf := range rateSuffixes {
-		if u, ok := strings.CutSuffix(lower, suf); ok {
-			if (suf == "b/s" || suf == "bps") && t[len(u)] == 'B' {
+		if n := len(t) - len(suf); n >= 0 && strings.EqualFold(t[n:], suf) {
+			if (suf == "b/s" || suf == "bps") && t[n] == 'B' {
 				return 0, fmt.Errorf("%q is bytes per second: write rates in bits, like 100Gb/s", s)
 			}
-			lower, unit = u, true
+			t, unit = t[:n], true
 			break
 		}
 	}
 	mult := 1.0
-	if n := len(lower); n > 0 {
-		if m := ratePrefix(lower[n-1]); m != 0 {
-			mult, lower, unit = m, lower[:n-1], true
+	if n := len(t); n > 0 {
+		if m := ratePrefix(t[n-1] | 0x20); m != 0 {
+			mult, t, unit = m, t[:n-1], true
 		}
 	}
-	v, err := parseFloat(lower)
+	v, err := parseFloat(t)
 	switch {
 	case err != nil:
 		return 0, syntaxf("%q is not a rate (want e.g. 100G, 400Gb/s, 800Gbps)", s)
@@ -206,8 +205,8 @@ func ParseRate(s string) (int64, error) {
 	return int64(math.Round(v * mult)), nil
 }
 
-// ratePrefix is the multiplier of a lower-case rate prefix, 0 if c is not
-// one.
+// ratePrefix is the multiplier of a rate prefix in lower case (k, m, g,
+// t), 0 if c is not one.
 func ratePrefix(c byte) float64 {
 	switch c {
 	case 'k':

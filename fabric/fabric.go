@@ -64,7 +64,7 @@ type Config struct {
 	MRCBinary string
 	// MRCPort sets the rate and delay of every port of an `mrc switch`
 	// ("rate 1G delay 50us", the table file's port options), MRCQueue
-	// its queue directive ("buffer 512K trim-at 64K ecn 16K 48K").
+	// its queue directive ("buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB").
 	MRCPort  string
 	MRCQueue string
 	// Dir holds the files the harness writes (path tables, switch

@@ -175,7 +175,7 @@ func perf(t *testing.T, f *Fabric, during func(), client ...string) perfResult {
 // in native SRv6 mode, over every path of both planes.
 func TestFabricPerf(t *testing.T) {
 	f := build(t, Config{})
-	r := perf(t, f, nil, "--bytes", "64M", "--evs", "8")
+	r := perf(t, f, nil, "--bytes", "64MiB", "--evs", "8")
 	if !r.Verified || r.Bytes != 64<<20 || r.SendErrors != "" {
 		t.Fatalf("result: verified %v, %d bytes, send errors %q", r.Verified, r.Bytes, r.SendErrors)
 	}
@@ -210,7 +210,7 @@ const retries = "20"
 // of its plane, so its queue builds: ECN marks, then trims.
 const (
 	mrcSwitchPort  = "rate 500M delay 20us"
-	mrcSwitchQueue = "buffer 256K header 64K trim-at 32K ecn 8K 24K"
+	mrcSwitchQueue = "buffer 256KiB header 64KiB trim-at 32KiB ecn 8KiB 24KiB"
 )
 
 // switchCounters stops the `mrc switch` at node and reads its counters.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmrc/mrc/units"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -171,7 +172,7 @@ func check(n *yaml.Node, t reflect.Type, at string) error {
 		if err := scalar(); err != nil {
 			return err
 		}
-		if _, err := parseDuration(n.Value); err != nil {
+		if _, err := units.ParseDuration(n.Value); err != nil {
 			return bad("%v", err)
 		}
 		return nil
@@ -179,7 +180,7 @@ func check(n *yaml.Node, t reflect.Type, at string) error {
 		if err := scalar(); err != nil {
 			return err
 		}
-		if _, err := parseRate(n.Value); err != nil {
+		if _, err := units.ParseRate(n.Value); err != nil {
 			return bad("%v", err)
 		}
 		return nil
@@ -187,7 +188,7 @@ func check(n *yaml.Node, t reflect.Type, at string) error {
 		if err := scalar(); err != nil {
 			return err
 		}
-		if _, err := parseSize(n.Value); err != nil {
+		if _, err := units.ParseSize(n.Value); err != nil {
 			return bad("%v", err)
 		}
 		return nil
@@ -326,27 +327,9 @@ func editDistance(a, b string) int {
 
 // ---- scalar types -------------------------------------------------------
 
-func parseDuration(s string) (time.Duration, error) {
-	t := strings.ReplaceAll(strings.TrimSpace(s), " ", "")
-	if t == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(t)
-	if err != nil {
-		if _, nerr := strconv.ParseFloat(t, 64); nerr == nil {
-			return 0, fmt.Errorf("%q: a duration needs a unit (ns, us, ms, s), like 40us", s)
-		}
-		return 0, fmt.Errorf("%q is not a duration (want e.g. 500ns, 40us, 1.5ms, 2s)", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q: a duration cannot be negative", s)
-	}
-	return d, nil
-}
-
 // UnmarshalYAML reads a duration such as "40us".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseDuration(n.Value)
+	v, err := units.ParseDuration(n.Value)
 	if err != nil {
 		return &Error{Line: n.Line, Msg: err.Error()}
 	}
@@ -357,38 +340,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes d as a duration string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-func parseRate(s string) (int64, error) {
-	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
-	unit := false
-	for _, suf := range []string{"bits/s", "bit/s", "b/s", "bps"} {
-		if u, ok := strings.CutSuffix(t, suf); ok {
-			t, unit = u, true
-			break
-		}
-	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		if m, ok := map[byte]float64{'k': 1e3, 'm': 1e6, 'g': 1e9, 't': 1e12}[t[n-1]]; ok {
-			mult, t, unit = m, t[:n-1], true
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%q is not a rate (want e.g. 100G, 400Gb/s, 800Gbps)", s)
-	case !unit:
-		return 0, fmt.Errorf("%q: a rate needs a unit, like 100G or 400Gb/s", s)
-	case v <= 0 || math.IsInf(v, 0) || v*mult > 1e15:
-		return 0, fmt.Errorf("%q: want a positive rate up to 1000T", s)
-	case v*mult < 1e6:
-		return 0, fmt.Errorf("%q: a rate below 1 Mb/s is surely a mistake", s)
-	}
-	return int64(v * mult), nil
-}
-
 // UnmarshalYAML reads a rate such as "100G".
 func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseRate(n.Value)
+	v, err := units.ParseRate(n.Value)
 	if err != nil {
 		return &Error{Line: n.Line, Msg: err.Error()}
 	}
@@ -396,37 +350,9 @@ func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func parseSize(s string) (uint64, error) {
-	t := strings.ReplaceAll(strings.TrimSpace(s), " ", "")
-	mult := 1.0
-	units := []struct {
-		suf string
-		m   float64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	for _, u := range units {
-		if v, ok := strings.CutSuffix(t, u.suf); ok {
-			t, mult = v, u.m
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
-	switch {
-	case err != nil && strings.ContainsAny(t[max(len(t)-1, 0):], "kKmMgGtT"):
-		return 0, fmt.Errorf("%q: say %siB (powers of 1024) or %sB (powers of 1000)", s, s, strings.ToUpper(s))
-	case err != nil:
-		return 0, fmt.Errorf("%q is not a size (want e.g. 4096, 256KiB, 2MB, 1GiB)", s)
-	case v < 0 || math.IsInf(v, 0) || v*mult >= 1<<60:
-		return 0, fmt.Errorf("%q: want a size from 0 to 1 EiB", s)
-	case v*mult != math.Trunc(v*mult):
-		return 0, fmt.Errorf("%q is not a whole number of bytes", s)
-	}
-	return uint64(v * mult), nil
-}
-
 // UnmarshalYAML reads a size such as "2MiB".
 func (z *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseSize(n.Value)
+	v, err := units.ParseSize(n.Value)
 	if err != nil {
 		return &Error{Line: n.Line, Msg: err.Error()}
 	}

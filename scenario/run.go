@@ -14,6 +14,7 @@ import (
 	"github.com/openmrc/mrc/report"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/trace/jsonl"
 )
 
 // RunOptions say how to run a plan and what to record besides the
@@ -241,7 +242,7 @@ type traceSink struct {
 	name  string
 	f     *report.File
 	bw    *bufio.Writer
-	w     *trace.JSONWriter
+	w     *jsonl.Writer
 	hosts []trace.Tracer // by host, made on first use
 }
 
@@ -252,7 +253,7 @@ func (t *traceSink) open() error {
 		return err
 	}
 	t.f, t.bw = f, bufio.NewWriterSize(f, 1<<20)
-	t.w = trace.NewJSONWriter(t.bw)
+	t.w = jsonl.NewWriter(t.bw)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/units"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -262,22 +263,22 @@ func TestPresets(t *testing.T) {
 
 func TestUnits(t *testing.T) {
 	for s, want := range map[string]uint64{"4096": 4096, "256KiB": 256 << 10, "2MB": 2e6, "1.5MiB": 3 << 19, "1GiB": 1 << 30, "0": 0, "12 kB": 12000} {
-		if got, err := parseSize(s); err != nil || got != want {
+		if got, err := units.ParseSize(s); err != nil || got != want {
 			t.Errorf("size %q: %d, %v; want %d", s, got, err, want)
 		}
 	}
 	for s, want := range map[string]int64{"100G": 100e9, "400Gb/s": 400e9, "800Gbps": 800e9, "1.6T": 1.6e12, "25e9b/s": 25e9} {
-		if got, err := parseRate(s); err != nil || got != want {
+		if got, err := units.ParseRate(s); err != nil || got != want {
 			t.Errorf("rate %q: %d, %v; want %d", s, got, err, want)
 		}
 	}
 	for _, bad := range []string{"100", "fast", "-5G", "0G"} {
-		if _, err := parseRate(bad); err == nil {
+		if _, err := units.ParseRate(bad); err == nil {
 			t.Errorf("rate %q accepted", bad)
 		}
 	}
 	for _, bad := range []string{"1.5B", "x", "-1"} {
-		if _, err := parseSize(bad); err == nil {
+		if _, err := units.ParseSize(bad); err == nil {
 			t.Errorf("size %q accepted", bad)
 		}
 	}

@@ -122,7 +122,7 @@ func tableWith(port, queue string) string {
 }
 
 func TestForwardSRv6(t *testing.T) {
-	r := newRig(t, tableWith("", "buffer 1M"))
+	r := newRig(t, tableWith("", "buffer 1MiB"))
 	pkt := dataPacket(t, usid(0x201, 0x102, 0xe01), 1000, 1)
 	r.a.Send([][]byte{pkt})
 	got, _ := recv(t, r.b, 1, 5*time.Second)
@@ -161,7 +161,7 @@ func TestForwardSRv6(t *testing.T) {
 // trim-at and marks CE (inner header too) past the ECN threshold.
 func TestRateTrimECN(t *testing.T) {
 	const rate = 100e6 // bit/s
-	r := newRig(t, tableWith("rate 100M delay 5ms", "buffer 256K header 64K trim-at 32K ecn 8K 16K"))
+	r := newRig(t, tableWith("rate 100M delay 5ms", "buffer 256KiB header 64KiB trim-at 32KiB ecn 8KiB 16KiB"))
 	const n, size = 60, 2000
 	var pkts [][]byte
 	for i := range n {
@@ -228,7 +228,7 @@ func TestRateTrimECN(t *testing.T) {
 // TestLinkDown takes a port's link down: the switch flushes its queue,
 // counts what it cannot send, and forwards again once the link is back.
 func TestLinkDown(t *testing.T) {
-	r := newRig(t, tableWith("rate 10M", "buffer 1M"))
+	r := newRig(t, tableWith("rate 10M", "buffer 1MiB"))
 	r.pb.SetUp(false)
 	deadline := time.Now().Add(5 * time.Second)
 	for r.s.Stats().Ports[1].Up {
@@ -262,7 +262,7 @@ func TestParseTableErrors(t *testing.T) {
 		{"switch mode srv6 addr fcbb::\nport p0\nroute fcbb::/48 p9\n", ":3: no port \"p9\""},
 		{"switch mode bogus\n", ":1: switch: mode \"bogus\""},
 		{"switch mode ecmp\nport p0 rate fast\n", "bad rate"},
-		{"switch mode ecmp\nport p0\nqueue ecn 9K 1K\n", "ECN thresholds"},
+		{"switch mode ecmp\nport p0\nqueue ecn 9KiB 1KiB\n", "ECN thresholds"},
 		{"switch mode ecmp\nport p0\nport p0\n", "listed twice"},
 		{"frobnicate\n", "unknown directive"},
 		{"switch mode ecmp\nport p0 peer zz\n", "want a MAC"},
@@ -275,8 +275,8 @@ func TestParseTableErrors(t *testing.T) {
 	tb, err := ParseTable(strings.NewReader(`switch name s mode ecmp seed 7
 port a rate 2.5G delay 10us lasthop
 port b
-queue buffer 512K trim-at 64K ecn 16K 48K
-queue port b buffer 1M
+queue buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB
+queue port b buffer 1MiB
 route 2001:db8::/32 a b
 default 1
 `), "t")
@@ -299,7 +299,7 @@ func TestECMPAndTailDrop(t *testing.T) {
 port in
 port a rate 10M
 port b rate 10M
-queue buffer 16K
+queue buffer 16KiB
 route fcbb:bb00:102::/48 a b
 `), "ecmp.table")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/internal/lines"
+	"github.com/openmrc/mrc/units"
 	"github.com/openmrc/mrc/vswitch"
 )
 
@@ -361,13 +363,16 @@ func parsePort(args []string) (pc PortConfig, lastHop bool, err error) {
 				return pc, false, fmt.Errorf("port %s: peer %q: want a MAC address", pc.Name, v)
 			}
 		case "rate":
-			pc.Rate, err = ParseRate(v)
+			pc.Rate, err = units.ParseRate(v)
 			if err != nil {
-				return pc, false, fmt.Errorf("port %s: %v", pc.Name, err)
+				return pc, false, fmt.Errorf("port %s: bad rate: %v", pc.Name, err)
 			}
 		case "delay":
-			pc.Delay, err = time.ParseDuration(v)
-			if err != nil || pc.Delay < 0 || pc.Delay > 10*time.Second {
+			pc.Delay, err = units.ParseDuration(v)
+			if err != nil {
+				return pc, false, fmt.Errorf("port %s: delay: %v", pc.Name, err)
+			}
+			if pc.Delay > 10*time.Second {
 				return pc, false, fmt.Errorf("port %s: delay %q: want a duration up to 10s", pc.Name, v)
 			}
 		default:
@@ -382,7 +387,7 @@ func parsePort(args []string) (pc PortConfig, lastHop bool, err error) {
 //	buffer N  header N  trim-at N  ecn MIN MAX  trim  no-trim  lasthop
 //	ecn-lasthop  lossless  xoff N  xon N
 //
-// Sizes are bytes with an optional K, M or G suffix (powers of 1024).
+// Sizes are bytes, in the grammar of package units (2MiB, 512KiB, 64kB).
 // Naming trim-at turns trimming on.
 func parseQueue(q *vswitch.QueueConfig, args []string) error {
 	for i := 0; i < len(args); i++ {
@@ -392,11 +397,14 @@ func parseQueue(q *vswitch.QueueConfig, args []string) error {
 				return 0, fmt.Errorf("queue: %s needs a size", key)
 			}
 			i++
-			n, err := ParseSize(args[i])
+			n, err := units.ParseSize(args[i])
 			if err != nil {
-				return 0, fmt.Errorf("queue: %s: %v", key, err)
+				return 0, fmt.Errorf("queue: %s: bad size: %v", key, err)
 			}
-			return n, nil
+			if n > math.MaxInt32 {
+				return 0, fmt.Errorf("queue: %s: bad size: %q: want less than 2GiB", key, args[i])
+			}
+			return int(n), nil
 		}
 		var err error
 		switch key {
@@ -435,54 +443,4 @@ func parseQueue(q *vswitch.QueueConfig, args []string) error {
 		}
 	}
 	return nil
-}
-
-// ParseSize parses a byte count with an optional K, M or G suffix (powers
-// of 1024).
-func ParseSize(s string) (int, error) {
-	mult := 1
-	t := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "i"))
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult, t = 1<<10, t[:n-1]
-		case 'M':
-			mult, t = 1<<20, t[:n-1]
-		case 'G':
-			mult, t = 1<<30, t[:n-1]
-		}
-	}
-	v, err := strconv.Atoi(t)
-	if err != nil || v < 0 || v > (1<<31-1)/mult {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return v * mult, nil
-}
-
-// ParseRate parses a rate in bits per second with an optional K, M, G or T
-// suffix (powers of 1000), and an optional "bit", "bps" or "b/s" after it:
-// "100M", "2.5G", "10Gbit".
-func ParseRate(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	for _, suf := range []string{"bit", "bps", "b/s"} {
-		t = strings.TrimSuffix(t, suf)
-	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k', 'K':
-			mult, t = 1e3, t[:n-1]
-		case 'm', 'M':
-			mult, t = 1e6, t[:n-1]
-		case 'g', 'G':
-			mult, t = 1e9, t[:n-1]
-		case 't', 'T':
-			mult, t = 1e12, t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*mult > 1e13 {
-		return 0, fmt.Errorf("bad rate %q (want bits per second, e.g. 100M or 10G)", s)
-	}
-	return int64(v * mult), nil
 }

@@ -10,9 +10,9 @@ import (
 // routes and a default that name only those ports.
 func FuzzParseTable(f *testing.F) {
 	for _, s := range []string{
-		"switch name s mode ecmp seed 7\nport a rate 2.5G delay 10us lasthop\nport b\nqueue buffer 512K trim-at 64K ecn 16K 48K\nqueue port b buffer 1M\nroute 2001:db8::/32 a b\ndefault 1\n",
+		"switch name s mode ecmp seed 7\nport a rate 2.5G delay 10us lasthop\nport b\nqueue buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB\nqueue port b buffer 1MiB\nroute 2001:db8::/32 a b\ndefault 1\n",
 		"switch mode srv6 addr fcbb:bb00:101:: plane 1\nport p0 peer 02:00:00:00:00:01\nport p1\nroute fcbb:bb00:201::/48 p1\ndefault p0 # up\n",
-		"switch mode stev ev-shift 8 ev-bits 2 ecn-inner pool 64 max-packet 4096 overhead 24\nport x\nport y\nqueue port y lossless xoff 64K xon 32K\ndefault x y\n",
+		"switch mode stev ev-shift 8 ev-bits 2 ecn-inner pool 64 max-packet 4096 overhead 24\nport x\nport y\nqueue port y lossless xoff 64KiB xon 32KiB\ndefault x y\n",
 		"frobnicate\n",
 	} {
 		f.Add(s)

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/units"
 )
 
 // KindSet is a set of Kinds.
@@ -53,10 +53,10 @@ type Filter struct {
 }
 
 // hasEV reports whether records of kind k carry an EV and a plane.
-func hasEV(k Kind) bool { return kindKeys(k)&(keyPacket|keyEV) != 0 }
+func hasEV(k Kind) bool { return k.Fields()&(FieldsPacket|FieldsEV) != 0 }
 
 // isPacket reports whether records of kind k are about one packet (PSN).
-func isPacket(k Kind) bool { return kindKeys(k)&keyPacket != 0 }
+func isPacket(k Kind) bool { return k.Fields()&FieldsPacket != 0 }
 
 // Match reports whether f keeps r. It does not allocate.
 func (f *Filter) Match(r *Record) bool {
@@ -194,8 +194,8 @@ func parseTime(s string) (mtime.Time, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	d, err := units.ParseDuration(s)
+	if err != nil {
 		return 0, fmt.Errorf("trace filter: time %q: want a duration such as 150us", s)
 	}
 	return mtime.Time(d), nil

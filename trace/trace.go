@@ -80,3 +80,33 @@ type Func func(r *Record)
 
 // Trace calls f(r).
 func (f Func) Trace(r *Record) { f(r) }
+
+// Fields says which fields of a Record a kind carries, beyond Time, Kind
+// and QPN: the schema that writers of traces follow and filters test.
+type Fields uint8
+
+const (
+	FieldsPacket Fields = 1 << iota // PSN, EV, Plane, Bytes
+	FieldsEV                        // EV, Plane (without the packet fields)
+	FieldsStates                    // From, To
+	FieldsReason                    // Reason
+	FieldsCwnd                      // Cwnd, Inflight
+)
+
+// Fields returns the fields records of kind k carry; an unknown kind
+// carries all of them.
+func (k Kind) Fields() Fields {
+	switch k {
+	case PacketSent, PacketRetransmitted, PacketAcked, PacketLost, PacketTrimmed, PacketReceived, ProbeSent, SACKSent:
+		return FieldsPacket
+	case PacketNacked, PacketDropped:
+		return FieldsPacket | FieldsReason
+	case EVState:
+		return FieldsEV | FieldsStates | FieldsReason
+	case CwndChanged:
+		return FieldsCwnd
+	case QPState:
+		return FieldsStates
+	}
+	return FieldsPacket | FieldsEV | FieldsStates | FieldsReason | FieldsCwnd
+}

@@ -7,7 +7,11 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/openmrc/mrc/units"
 )
 
 // errHelp is returned when the user asked for a command's help; it exits 0.
@@ -36,14 +40,44 @@ func (fs *flagSet) parse(args []string) error {
 	err := fs.FlagSet.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(fs.stderr, "Usage: %s %s\n\nFlags:\n", fs.Name(), fs.usage)
-		fs.SetOutput(fs.stderr)
-		fs.PrintDefaults()
+		fs.printDefaults()
 		return errHelp
 	}
 	if err != nil {
 		return usageError{fs.explain(err)}
 	}
 	return nil
+}
+
+// printDefaults lists the flags as flag.PrintDefaults does, naming a
+// size or duration flag's argument "size" or "duration" where the flag
+// package, which does not know these types, would say "value".
+func (fs *flagSet) printDefaults() {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		if arg == "value" {
+			switch f.Value.(type) {
+			case sizeFlag:
+				arg = "size"
+			case durationFlag:
+				arg = "duration"
+			}
+		}
+		line := "  -" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if d := f.DefValue; d != "" && d != "0" && d != "0s" && d != "false" {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, ok := g.Get().(string); ok {
+					d = strconv.Quote(d)
+				}
+			}
+			line += " (default " + d + ")"
+		}
+		fmt.Fprintln(fs.stderr, line)
+	})
 }
 
 // The flag package's messages, which explain rewrites.
@@ -61,6 +95,10 @@ func (fs *flagSet) explain(err error) string {
 	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
 		value, name, reason := m[1], m[2], m[3]
 		want := fs.want(name)
+		if why, ok := strings.CutPrefix(reason, strconv.Quote(value)); ok { // package units says what it wants
+			why = strings.TrimPrefix(strings.TrimPrefix(why, ":"), " is")
+			return fmt.Sprintf("--%s %s:%s", name, value, why)
+		}
 		switch {
 		case want == "":
 			return fmt.Sprintf("invalid value %q for --%s: %s", value, name, reason)
@@ -91,7 +129,7 @@ func (fs *flagSet) want(name string) string {
 		return ""
 	}
 	if _, ok := f.Value.(sizeFlag); ok {
-		return "a size such as 64MiB (K, M, G or T: powers of 1024)"
+		return "a size such as 64MiB or 500MB (KiB, MiB, GiB, TiB: powers of 1024; kB, MB, GB, TB: powers of 1000)"
 	}
 	g, ok := f.Value.(flag.Getter)
 	if !ok {
@@ -99,7 +137,7 @@ func (fs *flagSet) want(name string) string {
 	}
 	switch g.Get().(type) {
 	case time.Duration:
-		return "a duration such as 10ms (ns, us, ms, s, m, h)"
+		return "a duration such as 10ms (ns, us, ms, s, m, h; not negative)"
 	case bool:
 		return "true or false"
 	case int, int64:
@@ -110,6 +148,75 @@ func (fs *flagSet) want(name string) string {
 		return "a number such as 0.5"
 	}
 	return ""
+}
+
+// sizeFlag is a flag.Value for byte counts, in the grammar of package
+// units: 64MiB, 500MB, 4096.
+type sizeFlag struct{ v *int64 }
+
+func (f sizeFlag) String() string {
+	if f.v == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*f.v, 10)
+}
+
+// Set parses s. Input that is no size at all is a "bad size", which
+// explain follows with what a size looks like; an ambiguous or
+// out-of-range one says why.
+func (f sizeFlag) Set(s string) error {
+	v, err := units.ParseSize(s)
+	if errors.Is(err, units.ErrSyntax) {
+		return fmt.Errorf("bad size %q", s)
+	}
+	if err != nil {
+		return err
+	}
+	*f.v = int64(v) // units.MaxSize fits
+	return nil
+}
+
+// durationFlag is a flag.Value for durations, in the grammar of package
+// units: 40us, 1.5ms, 2s; never negative.
+type durationFlag struct{ v *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.v == nil {
+		return "0s"
+	}
+	return f.v.String()
+}
+
+// Get returns the duration, so that want describes the flag.
+func (f durationFlag) Get() any { return *f.v }
+
+// Set parses s. Input that is no duration at all is a parse error, which
+// explain turns into what a duration looks like; a negative one says so.
+func (f durationFlag) Set(s string) error {
+	v, err := units.ParseDuration(s)
+	if errors.Is(err, units.ErrSyntax) {
+		return errors.New("parse error")
+	}
+	if err != nil {
+		return err
+	}
+	*f.v = v
+	return nil
+}
+
+// DurationVar defines a duration flag read by units.ParseDuration; it
+// hides flag.FlagSet's, so every subcommand's durations share one grammar
+// with scenarios and switch tables.
+func (fs *flagSet) DurationVar(p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+// Duration is DurationVar returning the variable.
+func (fs *flagSet) Duration(name string, value time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	fs.DurationVar(p, name, value, usage)
+	return p
 }
 
 // openJSON opens the destination of a --json flag: nothing for "", out for

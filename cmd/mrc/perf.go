@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,49 +60,6 @@ func parseAddr(s string) (netip.AddrPort, error) {
 	}
 	ap := ta.AddrPort()
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
-}
-
-// parseSize parses a byte count with an optional K, M, G or T suffix
-// (powers of 1024).
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s), "B"), "I")
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult, t = 1<<10, t[:n-1]
-		case 'M':
-			mult, t = 1<<20, t[:n-1]
-		case 'G':
-			mult, t = 1<<30, t[:n-1]
-		case 'T':
-			mult, t = 1<<40, t[:n-1]
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 0 || v > (1<<62)/mult {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return v * mult, nil
-}
-
-// sizeFlag is a flag.Value for byte counts.
-type sizeFlag struct{ v *int64 }
-
-func (f sizeFlag) String() string {
-	if f.v == nil {
-		return "0"
-	}
-	return strconv.FormatInt(*f.v, 10)
-}
-
-func (f sizeFlag) Set(s string) error {
-	v, err := parseSize(s)
-	if err != nil {
-		return err
-	}
-	*f.v = v
-	return nil
 }
 
 // setupOrRun maps a perf error to the exit status: setup problems are
@@ -240,7 +196,7 @@ func runPerfServer(args []string, stdout, stderr io.Writer) error {
 	var lim perf.Limits
 	fs.IntVar(&lim.MaxSessions, "max-sessions", 16, "sessions served at once; a connection beyond them sheds the oldest idle one")
 	var sessionMemory int64 = 256 << 20
-	fs.Var(sizeFlag{&sessionMemory}, "session-memory", "most buffer memory one session may take, with an optional K/M/G suffix")
+	fs.Var(sizeFlag{&sessionMemory}, "session-memory", "most buffer memory one session may take (a size such as 256MiB)")
 	ff := addFramingFlags(fs, "TCP control address to listen on; UDP uses free ports on the same IP")
 	addr, ports, paths, pcapW, stop, err := ff.start(fs, args)
 	if err != nil {
@@ -251,7 +207,7 @@ func runPerfServer(args []string, stdout, stderr io.Writer) error {
 		return usagef("--max-sessions %d: want 1 or more", lim.MaxSessions)
 	}
 	if sessionMemory < 1<<20 {
-		return usagef("--session-memory %d: want at least 1M", sessionMemory)
+		return usagef("--session-memory %d: want at least 1MiB", sessionMemory)
 	}
 	lim.SessionMemory = sessionMemory
 	srv, err := perf.Listen(perf.ServerConfig{Addr: addr, Limits: lim, Logf: func(format string, a ...any) {
@@ -286,7 +242,7 @@ func runPerfServer(args []string, stdout, stderr io.Writer) error {
 func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("perf client", "--addr IP:PORT [flags]", stderr)
 	var cfg perf.ClientConfig
-	fs.Var(sizeFlag{&cfg.Bytes}, "bytes", "bytes to transfer, with an optional K/M/G suffix (default 1G unless --duration)")
+	fs.Var(sizeFlag{&cfg.Bytes}, "bytes", "bytes to transfer, e.g. 1GiB or 500MB (default 1GiB unless --duration)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "transfer for this long instead of a fixed size")
 	fs.IntVar(&cfg.Planes, "planes", 1, "planes: UDP sockets (NIC ports) per side")
 	fs.IntVar(&cfg.EVs, "evs", 16, "active EVs per plane")
@@ -339,7 +295,7 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 		cfg.Planes = len(ports)
 	}
 	if chunk < 1 || chunk > 256<<20 {
-		return usagef("--chunk %d: want 1..256M", chunk)
+		return usagef("--chunk %d: want 1..256MiB", chunk)
 	}
 	cfg.Addr, cfg.Chunk = addr, int(chunk)
 	if cfg.Bytes > 0 && cfg.Duration > 0 {

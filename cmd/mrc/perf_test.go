@@ -120,7 +120,7 @@ func perfClientJSON(t *testing.T, addr string, args ...string) perfResult {
 
 func TestPerfLoopback(t *testing.T) {
 	addr, _, wait := startPerfServer(t)
-	r := perfClientJSON(t, addr, "--bytes", "48M", "--planes", "2", "--evs", "8", "--chunk", "256K")
+	r := perfClientJSON(t, addr, "--bytes", "48MiB", "--planes", "2", "--evs", "8", "--chunk", "256KiB")
 	if !r.Verified || !r.Server.Verified || r.Bytes != 48<<20 || r.Gbps <= 0 {
 		t.Errorf("result %+v", r)
 	}
@@ -138,7 +138,7 @@ func TestPerfLoopback(t *testing.T) {
 
 func TestPerfLoopbackWithDrops(t *testing.T) {
 	addr, _, wait := startPerfServer(t)
-	r := perfClientJSON(t, addr, "--bytes", "32M", "--planes", "2", "--drop", "0.01", "--chunk", "256K",
+	r := perfClientJSON(t, addr, "--bytes", "32MiB", "--planes", "2", "--drop", "0.01", "--chunk", "256KiB",
 		"--flow-labels", "--source-ports", "4")
 	if !r.Verified || r.Bytes != 32<<20 {
 		t.Errorf("result %+v", r)
@@ -176,7 +176,7 @@ func TestPerfRandomLoss(t *testing.T) {
 
 func TestPerfDuration(t *testing.T) {
 	addr, _, wait := startPerfServer(t)
-	r := perfClientJSON(t, addr, "--duration", "300ms", "--chunk", "256K")
+	r := perfClientJSON(t, addr, "--duration", "300ms", "--chunk", "256KiB")
 	if !r.Verified || r.Bytes == 0 || r.Bytes%(256<<10) != 0 {
 		t.Errorf("result %+v", r)
 	}
@@ -206,7 +206,7 @@ func TestPerfUsageErrors(t *testing.T) {
 		{[]string{"perf", "server", "--addr", "[2001:db8::1]:5201"}, "assign requested address"},
 		{[]string{"perf", "client", "--addr", "[::1]:5201", "--bytes", "lots"}, "bad size"},
 		{[]string{"perf", "client", "--addr", "[::1]:5201", "--planes", "17"}, "planes"},
-		{[]string{"perf", "client", "--addr", "[::1]:5201", "--bytes", "1M", "--duration", "1s"}, "exclusive"},
+		{[]string{"perf", "client", "--addr", "[::1]:5201", "--bytes", "1MiB", "--duration", "1s"}, "exclusive"},
 		{[]string{"perf", "client", "--addr", "[::1]:5201", "--mtu", "100"}, "MTU"},
 		{[]string{"perf", "client", "--addr", "[::1]:5201", "--native"}, "--native needs --ports"},
 		{[]string{"perf", "client", "--addr", "[::1]:5201", "--ports", "fd00::1"}, "--ports needs --native"},
@@ -243,7 +243,7 @@ func TestPerfNoServer(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	stdout, stderr, code := runMRC(t, "perf", "client", "--addr", addr, "--bytes", "1M")
+	stdout, stderr, code := runMRC(t, "perf", "client", "--addr", addr, "--bytes", "1MiB")
 	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no perf server") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -339,7 +339,7 @@ func BenchmarkPerfLoopback(b *testing.B) {
 
 var (
 	perfRuns  = flag.Int("perfruns", 5, "runs of each case in BenchmarkPerfLoopback")
-	perfBytes = flag.String("perfbytes", "4G", "bytes per run in BenchmarkPerfLoopback")
+	perfBytes = flag.String("perfbytes", "4GiB", "bytes per run in BenchmarkPerfLoopback")
 )
 
 // freePort returns a loopback TCP address nobody listens on.
@@ -390,7 +390,7 @@ func TestPerfPcapMetrics(t *testing.T) {
 	done := make(chan res, 1)
 	go func() {
 		stdout, stderr, code := runMRC(t, "perf", "client", "--addr", addr, "--json", "-", "--retries", patientRetries, "--duration", "1500ms", "--planes", "2",
-			"--encap", "srv6", "--chunk", "256K", "--pcap", cliPcap, "--pcap-filter", "plane=0,1", "--metrics", cliMetrics)
+			"--encap", "srv6", "--chunk", "256KiB", "--pcap", cliPcap, "--pcap-filter", "plane=0,1", "--metrics", cliMetrics)
 		var r res
 		if code != 0 {
 			r.err = fmt.Errorf("exit %d: %s", code, stderr)
@@ -515,7 +515,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 // far and exits 130 (issue 9).
 func TestPerfInterrupt(t *testing.T) {
 	addr, _, wait := startPerfServer(t)
-	cmd, stdout, stderr := startPerfClient(t, addr, "--duration", "60s", "--chunk", "256K")
+	cmd, stdout, stderr := startPerfClient(t, addr, "--duration", "60s", "--chunk", "256KiB")
 	time.Sleep(time.Second)
 	cmd.Process.Signal(syscall.SIGINT)
 	if code := waitExit(t, cmd); code != 130 {
@@ -536,7 +536,7 @@ func TestPerfInterrupt(t *testing.T) {
 // which says so instead of reporting a closed connection (issue 9).
 func TestPerfServerStopped(t *testing.T) {
 	addr, srv, wait := startPerfServer(t)
-	cmd, _, stderr := startPerfClient(t, addr, "--duration", "60s", "--chunk", "256K")
+	cmd, _, stderr := startPerfClient(t, addr, "--duration", "60s", "--chunk", "256KiB")
 	time.Sleep(time.Second)
 	srv.Process.Signal(syscall.SIGINT)
 	if code := waitExit(t, cmd); code != 1 {
@@ -554,7 +554,7 @@ func TestPerfServerStopped(t *testing.T) {
 func TestPerfOneChunk(t *testing.T) {
 	for _, tcp := range []bool{false, true} {
 		addr, _, wait := startPerfServer(t)
-		args := []string{"perf", "client", "--addr", addr, "--bytes", "1M", "--retries", patientRetries}
+		args := []string{"perf", "client", "--addr", addr, "--bytes", "1MiB", "--retries", patientRetries}
 		if tcp {
 			args = append(args, "--tcp")
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/trace/jsonl"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -568,7 +569,7 @@ func TestSimCapture(t *testing.T) {
 	defer tf.Close()
 	retired := map[uint32]bool{}
 	kinds := map[trace.Kind]int{}
-	jr := trace.NewJSONReader(tf)
+	jr := jsonl.NewReader(tf)
 	for {
 		rec, err := jr.Next()
 		if err == io.EOF {

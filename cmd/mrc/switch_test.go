@@ -53,7 +53,7 @@ func TestSwitchCheck(t *testing.T) {
 	f := writeTable(t, `switch name t1 mode srv6 addr fcbb:bb00:201:: ecn-inner
 port d0 peer 02:00:00:00:00:01 rate 1G delay 10us
 port d1 lasthop
-queue buffer 512K trim-at 64K ecn 16K 48K
+queue buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB
 route fcbb:bb00:101::/48 d0
 route fcbb:bb00:102::/48 d1
 `)

@@ -74,7 +74,7 @@ func up(args []string) {
 	fs.Var(&mrc, "mrc", "a switch to run as `mrc switch` (repeatable), e.g. t1-p1-0")
 	fs.StringVar(&cfg.MRCBinary, "mrc-bin", "", "the mrc binary (with --mrc)")
 	fs.StringVar(&cfg.MRCPort, "mrc-port", "", `port options of the mrc switches, e.g. "rate 1G delay 50us"`)
-	fs.StringVar(&cfg.MRCQueue, "mrc-queue", "", `queue options of the mrc switches, e.g. "buffer 512K trim-at 64K ecn 16K 48K"`)
+	fs.StringVar(&cfg.MRCQueue, "mrc-queue", "", `queue options of the mrc switches, e.g. "buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB"`)
 	dir := fs.String("dir", "", "directory for the fabric's files (default: a new temporary one)")
 	fs.Parse(args)
 	cfg.MRC = mrc

@@ -60,8 +60,8 @@ import (
 // payload would be placed, and that is what docs/security.md says cannot
 // be stopped without cryptography. Likewise the fatal NACKs and SACKs
 // fail at least one check (a PSN not in flight, or a foreign EV), and the
-// WRITEs with a wrong key or VA reuse the sniffed packet's PSN, which the
-// responder already has: one at a PSN it has not received yet is answered
+// WRITEs with a wrong key or VA carry a PSN the sniffed SACK acknowledges,
+// which the responder has: one at a PSN it has not received yet is answered
 // with a RoCE NAK that the requester takes as a protection error (issue
 // 11), so a forger who reads the traffic and wins that race twice ends the
 // QP, as it could with a credible fatal NACK.
@@ -619,14 +619,14 @@ var forgeries = []forgery{
 	}, false},
 	{"write_guessed_key", []string{"server:bad_rkey", "server:duplicates"}, func(w *forgeWork) [][]byte { // rows 5, 6
 		return [][]byte{w.toServer(func(p *wire.Packet) {
-			// The sniffed PSN, already sent: see the doc comment.
-			p.RETH.RKey ^= uint32(1 + w.at.r.IntN(1<<20-1))
+			// A PSN the sniffed SACK acknowledges: see the doc comment.
+			p.BTH.PSN, p.RETH.RKey = w.sack.p.SACK.CackPSN, p.RETH.RKey^uint32(1+w.at.r.IntN(1<<20-1))
 		})}
 	}, false},
 	{"write_out_of_bounds", []string{"server:bounds", "server:duplicates"}, func(w *forgeWork) [][]byte { // sniffed key, VA past the region
 		mr := w.at.ctl.r.MR
 		return [][]byte{w.toServer(func(p *wire.Packet) {
-			p.RETH.VA = mr.Addr + mr.Len - uint64(w.at.r.IntN(len(w.data.payload)/2+1))
+			p.BTH.PSN, p.RETH.VA = w.sack.p.SACK.CackPSN, mr.Addr+mr.Len-uint64(w.at.r.IntN(len(w.data.payload)/2+1))
 		})}
 	}, false},
 	{"write_client_source", []string{"client:bad_rkey"}, func(w *forgeWork) [][]byte { // row 6: the sniffed key, into the client

@@ -14,6 +14,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/trace/jsonl"
 	"github.com/openmrc/mrc/udpio"
 	"github.com/openmrc/mrc/wire"
 )
@@ -382,13 +383,13 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	}
 	ip := conn.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
 	tracer := &evTracer{}
-	var jw *trace.JSONWriter
+	var jw *jsonl.Writer
 	if cfg.Trace != nil {
 		f, err := trace.ParseFilter(cfg.TraceFilter)
 		if err != nil {
 			return nil, &SetupError{fmt.Errorf("--trace-filter: %w", err)}
 		}
-		jw = trace.NewJSONWriter(cfg.Trace)
+		jw = jsonl.NewWriter(cfg.Trace)
 		tracer.next = f.Tracer(jw.Host("client"))
 	}
 	ses, err := openSession(sessionConfig{

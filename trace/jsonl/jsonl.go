@@ -1,4 +1,7 @@
-package trace
+// Package jsonl writes and reads traces as JSON lines, one object per
+// trace.Record, in the schema of docs/trace.md. It is a host's tool: the
+// core emits trace.Records and never imports this package.
+package jsonl
 
 import (
 	"bufio"
@@ -10,9 +13,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 )
 
-// JSONWriter writes records as JSON lines, one object per record, in the
+// Writer writes records as JSON lines, one object per record, in the
 // schema of docs/trace.md:
 //
 //	{"t":1500,"kind":"sent","qpn":256,"psn":100,"ev":"0xc000001d","plane":0,"bytes":4096}
@@ -22,10 +26,10 @@ import (
 //	{"t":0,"kind":"qp_state","qpn":256,"from":"RTR","to":"RTS"}
 //
 // Each kind has a fixed set of keys, present even when zero, so a consumer
-// can rely on them. It is a Tracer; Host returns Tracers that tag each
+// can rely on them. It is a trace.Tracer; Host returns Tracers that tag each
 // record with a host name, so the endpoints of a simulation can share one
 // file. Writing does not allocate; it is safe for concurrent use.
-type JSONWriter struct {
+type Writer struct {
 	mu  sync.Mutex
 	w   *bufio.Writer
 	buf []byte
@@ -33,35 +37,35 @@ type JSONWriter struct {
 	n   uint64
 }
 
-// NewJSONWriter returns a JSONWriter that writes to w. Call Flush when
+// NewWriter returns a Writer that writes to w. Call Flush when
 // done.
-func NewJSONWriter(w io.Writer) *JSONWriter {
-	return &JSONWriter{w: bufio.NewWriterSize(w, 1<<16), buf: make([]byte, 0, 256)}
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 1<<16), buf: make([]byte, 0, 256)}
 }
 
 // Trace writes r without a host.
-func (j *JSONWriter) Trace(r *Record) { j.write(r, "") }
+func (j *Writer) Trace(r *trace.Record) { j.write(r, "") }
 
 // Host returns a Tracer that writes records tagged "host": name.
-func (j *JSONWriter) Host(name string) Tracer { return hostTracer{j, name} }
+func (j *Writer) Host(name string) trace.Tracer { return hostTracer{j, name} }
 
 type hostTracer struct {
-	j    *JSONWriter
+	j    *Writer
 	host string
 }
 
-func (h hostTracer) Trace(r *Record) { h.j.write(r, h.host) }
+func (h hostTracer) Trace(r *trace.Record) { h.j.write(r, h.host) }
 
 // Records returns how many records have been written.
-func (j *JSONWriter) Records() uint64 {
+func (j *Writer) Records() uint64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.n
 }
 
 // Flush writes buffered records to the underlying writer and returns the
-// first error met since the JSONWriter was made.
-func (j *JSONWriter) Flush() error {
+// first error met since the Writer was made.
+func (j *Writer) Flush() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err == nil {
@@ -71,49 +75,20 @@ func (j *JSONWriter) Flush() error {
 }
 
 // Err returns the first write error, if any. Tracers cannot return
-// errors, so a JSONWriter keeps the first one and drops later records.
-func (j *JSONWriter) Err() error {
+// errors, so a Writer keeps the first one and drops later records.
+func (j *Writer) Err() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.err
 }
 
-// keys says which keys a kind's records carry.
-type keys uint8
-
-const (
-	keyPacket keys = 1 << iota // qpn, psn, ev, plane, bytes
-	keyEV                      // ev, plane (without the packet keys)
-	keyStates                  // from, to
-	keyReason                  // reason
-	keyCwnd                    // cwnd, inflight
-)
-
-// kindKeys is the schema: the keys each kind has beyond t, kind, host
-// and qpn.
-func kindKeys(k Kind) keys {
-	switch k {
-	case PacketSent, PacketRetransmitted, PacketAcked, PacketLost, PacketTrimmed, PacketReceived, ProbeSent, SACKSent:
-		return keyPacket
-	case PacketNacked, PacketDropped:
-		return keyPacket | keyReason
-	case EVState:
-		return keyEV | keyStates | keyReason
-	case CwndChanged:
-		return keyCwnd
-	case QPState:
-		return keyStates
-	}
-	return keyPacket | keyEV | keyStates | keyReason | keyCwnd // unknown kinds: everything
-}
-
-func (j *JSONWriter) write(r *Record, host string) {
+func (j *Writer) write(r *trace.Record, host string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
 		return
 	}
-	b := AppendJSON(j.buf[:0], r, host)
+	b := Append(j.buf[:0], r, host)
 	b = append(b, '\n')
 	j.buf = b
 	if _, err := j.w.Write(b); err != nil {
@@ -123,50 +98,44 @@ func (j *JSONWriter) write(r *Record, host string) {
 	j.n++
 }
 
-// AppendJSON appends the JSON object for r (tagged with host, unless
+// Append appends the JSON object for r (tagged with host, unless
 // empty) to b, without a newline. It does not allocate when b has room.
-func AppendJSON(b []byte, r *Record, host string) []byte {
+func Append(b []byte, r *trace.Record, host string) []byte {
 	b = append(b, `{"t":`...)
 	b = strconv.AppendInt(b, int64(r.Time), 10)
 	b = append(b, `,"kind":`...)
-	if r.Kind > 0 && r.Kind < numKinds {
-		b = append(b, '"')
-		b = append(b, kindNames[r.Kind]...)
-		b = append(b, '"')
-	} else {
-		b = appendString(b, r.Kind.String())
-	}
+	b = appendString(b, r.Kind.String())
 	if host != "" {
 		b = append(b, `,"host":`...)
 		b = appendString(b, host)
 	}
 	b = append(b, `,"qpn":`...)
 	b = strconv.AppendUint(b, uint64(r.QPN), 10)
-	k := kindKeys(r.Kind)
-	if k&keyPacket != 0 {
+	k := r.Kind.Fields()
+	if k&trace.FieldsPacket != 0 {
 		b = append(b, `,"psn":`...)
 		b = strconv.AppendUint(b, uint64(r.PSN), 10)
 	}
-	if k&(keyPacket|keyEV) != 0 {
+	if k&(trace.FieldsPacket|trace.FieldsEV) != 0 {
 		b = appendEV(append(b, `,"ev":`...), r.EV)
 		b = append(b, `,"plane":`...)
 		b = strconv.AppendInt(b, int64(r.Plane), 10)
 	}
-	if k&keyPacket != 0 {
+	if k&trace.FieldsPacket != 0 {
 		b = append(b, `,"bytes":`...)
 		b = strconv.AppendInt(b, int64(r.Bytes), 10)
 	}
-	if k&keyCwnd != 0 {
+	if k&trace.FieldsCwnd != 0 {
 		b = append(b, `,"cwnd":`...)
 		b = strconv.AppendInt(b, int64(r.Cwnd), 10)
 		b = append(b, `,"inflight":`...)
 		b = strconv.AppendInt(b, int64(r.Inflight), 10)
 	}
-	if k&keyStates != 0 {
+	if k&trace.FieldsStates != 0 {
 		b = appendString(append(b, `,"from":`...), r.From)
 		b = appendString(append(b, `,"to":`...), r.To)
 	}
-	if k&keyReason != 0 {
+	if k&trace.FieldsReason != 0 {
 		b = appendString(append(b, `,"reason":`...), r.Reason)
 	}
 	return append(b, '}')
@@ -216,10 +185,10 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// JSONRecord is one line of a JSON-lines trace as read back: the record
+// Line is one line of a JSON-lines trace as read back: the record
 // and the host it was tagged with.
-type JSONRecord struct {
-	Record
+type Line struct {
+	trace.Record
 	Host string
 }
 
@@ -240,22 +209,22 @@ type jsonLine struct {
 	Reason   string  `json:"reason"`
 }
 
-// JSONReader reads a JSON-lines trace.
-type JSONReader struct {
+// Reader reads a JSON-lines trace.
+type Reader struct {
 	sc   *bufio.Scanner
 	line int
 }
 
-// NewJSONReader returns a reader of the JSON-lines trace in r.
-func NewJSONReader(r io.Reader) *JSONReader {
+// NewReader returns a reader of the JSON-lines trace in r.
+func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	return &JSONReader{sc: sc}
+	return &Reader{sc: sc}
 }
 
 // Next returns the next record, or io.EOF after the last one. Blank lines
 // are skipped; a line that does not fit the schema is an error naming it.
-func (jr *JSONReader) Next() (JSONRecord, error) {
+func (jr *Reader) Next() (Line, error) {
 	for jr.sc.Scan() {
 		jr.line++
 		text := jr.sc.Bytes()
@@ -264,29 +233,29 @@ func (jr *JSONReader) Next() (JSONRecord, error) {
 		}
 		var l jsonLine
 		if err := json.Unmarshal(text, &l); err != nil {
-			return JSONRecord{}, fmt.Errorf("trace: line %d: %v", jr.line, err)
+			return Line{}, fmt.Errorf("trace: line %d: %v", jr.line, err)
 		}
 		if l.T == nil || l.Kind == nil {
-			return JSONRecord{}, fmt.Errorf("trace: line %d: missing \"t\" or \"kind\"", jr.line)
+			return Line{}, fmt.Errorf("trace: line %d: missing \"t\" or \"kind\"", jr.line)
 		}
-		k, ok := ParseKind(*l.Kind)
+		k, ok := trace.ParseKind(*l.Kind)
 		if !ok {
-			return JSONRecord{}, fmt.Errorf("trace: line %d: unknown kind %q", jr.line, *l.Kind)
+			return Line{}, fmt.Errorf("trace: line %d: unknown kind %q", jr.line, *l.Kind)
 		}
 		var ev uint64
 		if l.EV != "" {
 			var err error
 			if ev, err = strconv.ParseUint(l.EV, 0, 32); err != nil {
-				return JSONRecord{}, fmt.Errorf("trace: line %d: ev %q: not a 32-bit number", jr.line, l.EV)
+				return Line{}, fmt.Errorf("trace: line %d: ev %q: not a 32-bit number", jr.line, l.EV)
 			}
 		}
-		return JSONRecord{Host: l.Host, Record: Record{
+		return Line{Host: l.Host, Record: trace.Record{
 			Time: mtime.Time(*l.T), Kind: k, QPN: l.QPN, PSN: l.PSN, EV: uint32(ev), Plane: l.Plane,
 			Bytes: l.Bytes, Cwnd: l.Cwnd, Inflight: l.Inflight, From: l.From, To: l.To, Reason: l.Reason,
 		}}, nil
 	}
 	if err := jr.sc.Err(); err != nil {
-		return JSONRecord{}, fmt.Errorf("trace: line %d: %v", jr.line+1, err)
+		return Line{}, fmt.Errorf("trace: line %d: %v", jr.line+1, err)
 	}
-	return JSONRecord{}, io.EOF
+	return Line{}, io.EOF
 }

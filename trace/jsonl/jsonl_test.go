@@ -1,4 +1,4 @@
-package trace_test
+package jsonl_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/trace/jsonl"
 )
 
 var samples = []struct {
@@ -38,7 +39,7 @@ var samples = []struct {
 
 func TestAppendJSON(t *testing.T) {
 	for _, s := range samples {
-		got := string(trace.AppendJSON(nil, &s.r, s.host))
+		got := string(jsonl.Append(nil, &s.r, s.host))
 		if got != s.want {
 			t.Errorf("%v:\n got %s\nwant %s", s.r.Kind, got, s.want)
 		}
@@ -47,14 +48,14 @@ func TestAppendJSON(t *testing.T) {
 		}
 	}
 	r := trace.Record{Kind: trace.Kind(99)}
-	if got := string(trace.AppendJSON(nil, &r, "")); !json.Valid([]byte(got)) || !strings.Contains(got, `"kind":"Kind(99)"`) {
+	if got := string(jsonl.Append(nil, &r, "")); !json.Valid([]byte(got)) || !strings.Contains(got, `"kind":"Kind(99)"`) {
 		t.Errorf("unknown kind: %s", got)
 	}
 }
 
 func TestJSONRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	w := trace.NewJSONWriter(&buf)
+	w := jsonl.NewWriter(&buf)
 	for _, s := range samples[:6] {
 		r := s.r
 		if s.host == "" {
@@ -66,7 +67,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := w.Flush(); err != nil || w.Records() != 6 {
 		t.Fatalf("flush %v, %d records", err, w.Records())
 	}
-	rd := trace.NewJSONReader(&buf)
+	rd := jsonl.NewReader(&buf)
 	for _, s := range samples[:6] {
 		got, err := rd.Next()
 		if err != nil {
@@ -80,14 +81,14 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Errorf("end: %v", err)
 	}
 	for _, bad := range []string{`{"kind":"sent"}`, `{"t":1,"kind":"nope"}`, `{"t":1,"kind":"sent","ev":"zz"}`, `not json`} {
-		if _, err := trace.NewJSONReader(strings.NewReader("\n" + bad + "\n")).Next(); err == nil || !strings.Contains(err.Error(), "line 2") {
+		if _, err := jsonl.NewReader(strings.NewReader("\n" + bad + "\n")).Next(); err == nil || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
 }
 
-func TestJSONWriterDoesNotAllocate(t *testing.T) {
-	w := trace.NewJSONWriter(io.Discard)
+func TestWriterDoesNotAllocate(t *testing.T) {
+	w := jsonl.NewWriter(io.Discard)
 	h := w.Host("A")
 	r := samples[1].r
 	if a := testing.AllocsPerRun(1000, func() { w.Trace(&r); h.Trace(&r) }); a != 0 {
@@ -99,8 +100,8 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-func TestJSONWriterError(t *testing.T) {
-	w := trace.NewJSONWriter(failWriter{})
+func TestWriterError(t *testing.T) {
+	w := jsonl.NewWriter(failWriter{})
 	r := samples[0].r
 	for range 10000 {
 		w.Trace(&r)
@@ -114,7 +115,7 @@ func TestJSONWriterError(t *testing.T) {
 // back, and checks the records per kind against the endpoints' counters.
 func TestJSONTraceOfTransfer(t *testing.T) {
 	var buf bytes.Buffer
-	w := trace.NewJSONWriter(&buf)
+	w := jsonl.NewWriter(&buf)
 	n, err := testnet.New(testnet.Config{Seed: 5, Planes: 2, Loss: 0.01, Trim: 0.03, ECN: 0.05,
 		Tracers: [2]trace.Tracer{w.Host("A"), w.Host("B")}})
 	if err != nil {
@@ -145,7 +146,7 @@ func TestJSONTraceOfTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := map[string]map[trace.Kind]uint64{"A": {}, "B": {}}
-	rd := trace.NewJSONReader(&buf)
+	rd := jsonl.NewReader(&buf)
 	var last mtime.Time
 	for {
 		r, err := rd.Next()
@@ -182,4 +183,32 @@ func TestJSONTraceOfTransfer(t *testing.T) {
 	if counts["A"][trace.PacketNacked] == 0 || counts["A"][trace.EVState] == 0 || counts["A"][trace.CwndChanged] == 0 {
 		t.Errorf("a lossy run traced no NACKs, EV changes or window changes: %v", counts["A"])
 	}
+}
+
+// FuzzJSONReader: the reader never panics, and whatever it accepts, the
+// writer writes in a form the reader reads back to the same line: reading
+// is the inverse of writing.
+func FuzzJSONReader(f *testing.F) {
+	for _, s := range samples {
+		f.Add(jsonl.Append(nil, &s.r, s.host))
+	}
+	f.Add([]byte(`{"t":1,"kind":"sent","ev":"7"}` + "\n\n" + `{"t":2,"kind":"cwnd","cwnd":-1}`))
+	f.Add([]byte(`{"t":1,"kind":"nope"}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		jr := jsonl.NewReader(bytes.NewReader(in))
+		for range 100 {
+			rec, err := jr.Next()
+			if err != nil {
+				return
+			}
+			line := jsonl.Append(nil, &rec.Record, rec.Host)
+			again, err := jsonl.NewReader(bytes.NewReader(line)).Next()
+			if err != nil {
+				t.Fatalf("the reader rejects the writer's %s: %v", line, err)
+			}
+			if back := jsonl.Append(nil, &again.Record, again.Host); !bytes.Equal(back, line) {
+				t.Fatalf("written %s, read back and written again %s", line, back)
+			}
+		}
+	})
 }

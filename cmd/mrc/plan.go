@@ -16,13 +16,6 @@ import (
 	"github.com/openmrc/mrc/plan"
 )
 
-func init() {
-	commands["plan"] = command{
-		summary: "size a multi-plane two-tier fabric against a single-plane three-tier one",
-		run:     runPlan,
-	}
-}
-
 func runPlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plan", "--gpus N [--planes P] [--radix R] [--nic-gbps G] [--switch-gbps G] [--tiers 2|3] [--json]", stderr)
 	gpus := fs.Int("gpus", 0, "number of GPUs, one NIC each (required)")

@@ -22,10 +22,6 @@ import (
 	"github.com/openmrc/mrc/sim"
 )
 
-func init() {
-	commands["sim"] = command{summary: "simulate MRC and baselines on multi-plane fabrics (built-in scenarios, YAML files, htsim inputs)", run: runSim}
-}
-
 const simUsage = `[flags] [FILE.yaml]
 
 Runs a scenario once per transport and prints the results side by side.

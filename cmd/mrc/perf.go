@@ -18,14 +18,14 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/perf"
 	"github.com/openmrc/mrc/udpio"
-	"github.com/openmrc/mrc/udpio/perf"
 )
 
 const perfUsage = `perf server --addr IP:PORT [--once] [--max-sessions N] [--session-memory SIZE] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
        mrc perf client --addr IP:PORT [--bytes N | --duration D] [--planes P] [--evs N] [--json FILE|-] [flags]`
 
-// runPerf dispatches to the server or the client (package udpio/perf).
+// runPerf dispatches to the server or the client (package perf).
 func runPerf(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("want 'server' or 'client' (mrc perf -h)")

@@ -24,6 +24,7 @@ type command struct {
 // Each one's run function lives in the file of its name.
 var commands = []command{
 	{name: "dump", summary: "decode the MRC packets of a pcap or pcapng capture", run: runDump},
+	{name: "fabric", summary: "build an emulated MRC fabric in network namespaces and leave it up (root), or remove fabrics", run: runFabric},
 	{name: "perf", summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf},
 	{name: "plan", summary: "size a multi-plane two-tier fabric against a single-plane three-tier one", run: runPlan},
 	{name: "sim", summary: "simulate MRC and baselines on multi-plane fabrics (built-in scenarios, YAML files, htsim inputs)", run: runSim},

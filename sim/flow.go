@@ -73,10 +73,7 @@ func (s *shard) flowWritten(f int32, err error) {
 	}
 	fs.sendLeft--
 	if fs.sendLeft == 0 {
-		fs.sendDone = s.now
-		s.sendDone++
-		s.lastDone = max(s.lastDone, s.now)
-		s.activate(s.w.wl.Flows[f].SendDoneTrigger)
+		s.sideDone(&fs.sendDone, &s.sendDone, s.w.wl.Flows[f].SendDoneTrigger)
 	}
 }
 
@@ -86,9 +83,16 @@ func (s *shard) flowReceived(f int32) {
 	fs := &s.w.flows[f]
 	fs.recvLeft--
 	if fs.recvLeft == 0 {
-		fs.recvDone = s.now
-		s.recvDone++
-		s.lastDone = max(s.lastDone, s.now)
-		s.activate(s.w.wl.Flows[f].RecvDoneTrigger)
+		s.sideDone(&fs.recvDone, &s.recvDone, s.w.wl.Flows[f].RecvDoneTrigger)
 	}
+}
+
+// sideDone records that one side of a flow (its sends or its receives)
+// finished now: at is the flow's time for that side, count the
+// partition's tally of such sides, trigger the trigger it activates.
+func (s *shard) sideDone(at *Time, count *int, trigger int) {
+	*at = s.now
+	*count++
+	s.lastDone = max(s.lastDone, s.now)
+	s.activate(trigger)
 }

@@ -26,6 +26,18 @@
 // delay, exchanging packets between windows in a fixed order, so the
 // number of worker goroutines does not change the results.
 //
+// # Files
+//
+// world.go builds the World; run.go runs it in windows over the
+// partitions (shards), whose event loop and packet ownership are
+// shard.go, over engine.go's calendar queue and packet pool. An event
+// then goes to one idea each: link.go (a link's pipe, loss and failure,
+// the serialiser), switchport.go (the vswitch adapter), host.go (the NIC
+// adapter), pfc.go, flow.go (starting flows, completions, triggers),
+// failure.go (scheduled failures and repair) and hits.go (what a failed
+// element took). transport.go is the NIC interface and the built-in
+// transports; observe.go captures and traces; result.go sums up.
+//
 // docs/sim.md describes the model, what is and is not modelled, the
 // results and how to reproduce the performance numbers.
 package sim

@@ -204,10 +204,44 @@ func LookupTransport(name string) (Transport, error) {
 // write at offset 0, since phantom regions place nothing.
 const phantomLen = 1 << 46
 
+// flowQP is what the simulator asks of one QP, of either transport, to
+// carry a flow.
+type flowQP interface {
+	comparable
+	PostWrite(now mtime.Time, wr mrc.WriteRequest) error
+	PostRecv(id uint64) error
+}
+
+// phantomFlows is the flow half of a NIC that the built-in transports
+// share: every flow is WRITE_IMMs from the host's phantom region to the
+// peer's, both at offset 0. qp looks a QP up (the zero Q if there is
+// none); received returns the payload bytes a QP has taken in.
+type phantomFlows[Q flowQP] struct {
+	mem      mrc.MR
+	qp       func(qpn uint32) Q
+	received func(q Q) uint64
+}
+
+func (f phantomFlows[Q]) Memory() mrc.MR { return f.mem }
+
+func (f phantomFlows[Q]) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote mrc.MR) error {
+	return f.qp(qpn).PostWrite(now, mrc.WriteRequest{ID: id, Local: f.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
+}
+
+func (f phantomFlows[Q]) Receive(qpn uint32, id uint64) error { return f.qp(qpn).PostRecv(id) }
+
+func (f phantomFlows[Q]) Delivered(qpn uint32) uint64 {
+	var none Q
+	if q := f.qp(qpn); q != none {
+		return f.received(q)
+	}
+	return 0
+}
+
 type mrcNIC struct {
 	*mrc.Endpoint
-	ev  mrc.EVProfile
-	mem mrc.MR
+	phantomFlows[*mrc.QP]
+	ev mrc.EVProfile
 }
 
 var _ NIC = (*mrcNIC)(nil)
@@ -229,7 +263,8 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mrcNIC{Endpoint: ep, ev: ev, mem: mem}, nil
+		received := func(q *mrc.QP) uint64 { return q.Stats().PayloadReceived }
+		return &mrcNIC{Endpoint: ep, phantomFlows: phantomFlows[*mrc.QP]{mem, ep.QP, received}, ev: ev}, nil
 	}
 }
 
@@ -256,21 +291,6 @@ func (n *mrcNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
 	return q.ReadyToSend(now, mrc.RTSAttr{RetryExp: mrc.RetryBounded})
 }
 
-func (n *mrcNIC) Memory() mrc.MR { return n.mem }
-
-func (n *mrcNIC) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote mrc.MR) error {
-	return n.QP(qpn).PostWrite(now, mrc.WriteRequest{ID: id, Local: n.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
-}
-
-func (n *mrcNIC) Receive(qpn uint32, id uint64) error { return n.QP(qpn).PostRecv(id) }
-
-func (n *mrcNIC) Delivered(qpn uint32) uint64 {
-	if q := n.QP(qpn); q != nil {
-		return q.Stats().PayloadReceived
-	}
-	return 0
-}
-
 func (n *mrcNIC) Stats() TransportStats {
 	s := n.Endpoint.Stats()
 	return TransportStats{
@@ -285,7 +305,7 @@ func (n *mrcNIC) Stats() TransportStats {
 
 type roceNIC struct {
 	*roce.Endpoint
-	mem    mrc.MR
+	phantomFlows[*roce.QP]
 	planes int
 	port   map[uint32]int // QP → its plane
 }
@@ -304,7 +324,9 @@ func roceFactory(s NICSpec) (NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &roceNIC{Endpoint: ep, mem: mem, planes: len(s.Ports), port: map[uint32]int{}}, nil
+	received := func(q *roce.QP) uint64 { return q.Stats().PayloadReceived }
+	return &roceNIC{Endpoint: ep, phantomFlows: phantomFlows[*roce.QP]{mem, ep.QP, received},
+		planes: len(s.Ports), port: map[uint32]int{}}, nil
 }
 
 func (n *roceNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
@@ -319,21 +341,6 @@ func (n *roceNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
 func (n *roceNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
 	port := n.port[qpn]
 	return n.QP(qpn).Connect(now, roce.ConnectAttr{Port: port, Remote: p.Addrs[port], RemoteQPN: p.QPN})
-}
-
-func (n *roceNIC) Memory() mrc.MR { return n.mem }
-
-func (n *roceNIC) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote mrc.MR) error {
-	return n.QP(qpn).PostWrite(now, mrc.WriteRequest{ID: id, Local: n.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
-}
-
-func (n *roceNIC) Receive(qpn uint32, id uint64) error { return n.QP(qpn).PostRecv(id) }
-
-func (n *roceNIC) Delivered(qpn uint32) uint64 {
-	if q := n.QP(qpn); q != nil {
-		return q.Stats().PayloadReceived
-	}
-	return 0
 }
 
 func (n *roceNIC) Stats() TransportStats {

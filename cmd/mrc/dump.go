@@ -12,10 +12,6 @@ import (
 	"github.com/openmrc/mrc/pcap"
 )
 
-func init() {
-	commands["dump"] = command{summary: "decode the MRC packets of a pcap or pcapng capture", run: runDump}
-}
-
 // runDump is `mrc dump FILE`: the decoding lives in package dump.
 func runDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dump", "[flags] FILE.pcap|FILE.pcapng|-", stderr)

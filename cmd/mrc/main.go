@@ -1,6 +1,7 @@
 // Command mrc is the MRC toolbox: a fabric simulator that runs the real MRC
 // core (sim), a fabric planner (plan), and the tools that run MRC over real
-// sockets. Each subcommand lives in its own file; this file only dispatches.
+// sockets. Each subcommand lives in its own file; this file holds the table
+// of them and dispatches.
 package main
 
 import (
@@ -8,19 +9,38 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 )
 
 // A command is one `mrc` subcommand. run gets the arguments after the
 // subcommand name and returns an error; a usageError exits with status 2,
 // any other error with status 1.
 type command struct {
+	name    string
 	summary string
 	run     func(args []string, stdout, stderr io.Writer) error
 }
 
-// commands is filled by the init functions of the files that define them.
-var commands = map[string]command{}
+// commands is the table of subcommands, in the order help lists them.
+// Each one's run function lives in the file of its name.
+var commands = []command{
+	{name: "dump", summary: "decode the MRC packets of a pcap or pcapng capture", run: runDump},
+	{name: "fabric", summary: "build an emulated MRC fabric in network namespaces and leave it up (root), or remove fabrics", run: runFabric},
+	{name: "perf", summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf},
+	{name: "plan", summary: "size a multi-plane two-tier fabric against a single-plane three-tier one", run: runPlan},
+	{name: "sim", summary: "simulate MRC and baselines on multi-plane fabrics (built-in scenarios, YAML files, htsim inputs)", run: runSim},
+	{name: "switch", summary: "a software MRC switch on network interfaces: SRv6 uN, ECMP, ECN, trimming", run: runSwitch},
+	{name: "version", summary: "print the version and VCS revision mrc was built from (also mrc --version)", run: runVersion},
+}
+
+// lookupCommand returns the subcommand called name.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
 
 // usageError is a problem with how the command was invoked: a bad flag, a
 // bad value or an unreadable input. It exits with status 2.
@@ -50,7 +70,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if _, ok := commands[args[1]]; ok {
+			if _, ok := lookupCommand(args[1]); ok {
 				return run([]string{args[1], "-h"}, stdout, stderr)
 			}
 		}
@@ -63,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if args[0] == "--version" || args[0] == "-version" {
 		args = append([]string{"version"}, args[1:]...)
 	}
-	cmd, ok := commands[args[0]]
+	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "mrc: unknown command %q (run 'mrc help')\n", args[0])
 		return 2
@@ -96,13 +116,8 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "Usage: mrc <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	names := make([]string, 0, len(commands))
-	for name := range commands {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'mrc <command> -h' for the flags of one command, 'mrc --version' for the version.")

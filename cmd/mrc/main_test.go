@@ -155,3 +155,33 @@ func TestFlagErrorsInOurWords(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandTable: the explicit command table names each subcommand once,
+// in alphabetical order, and help lists exactly those, in that order.
+func TestCommandTable(t *testing.T) {
+	stdout, _, code := runMRC(t, "help")
+	if code != 0 {
+		t.Fatalf("mrc help: exit %d", code)
+	}
+	_, list, _ := strings.Cut(stdout, "Commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	var listed []string
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			listed = append(listed, f[0])
+		}
+	}
+	var names []string
+	for i, c := range commands {
+		if i > 0 && commands[i-1].name >= c.name {
+			t.Errorf("command table: %q after %q, want alphabetical and unique", c.name, commands[i-1].name)
+		}
+		if c.run == nil || c.summary == "" {
+			t.Errorf("command %q has no run function or no summary", c.name)
+		}
+		names = append(names, c.name)
+	}
+	if strings.Join(listed, " ") != strings.Join(names, " ") {
+		t.Errorf("help lists %v, the table has %v", listed, names)
+	}
+}

@@ -17,18 +17,14 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/perf"
 	"github.com/openmrc/mrc/udpio"
-	"github.com/openmrc/mrc/udpio/perf"
 )
-
-func init() {
-	commands["perf"] = command{summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf}
-}
 
 const perfUsage = `perf server --addr IP:PORT [--once] [--max-sessions N] [--session-memory SIZE] [--native --ports A,B --paths FILE] [--pcap FILE] [--metrics ADDR]
        mrc perf client --addr IP:PORT [--bytes N | --duration D] [--planes P] [--evs N] [--json FILE|-] [flags]`
 
-// runPerf dispatches to the server or the client (package udpio/perf).
+// runPerf dispatches to the server or the client (package perf).
 func runPerf(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("want 'server' or 'client' (mrc perf -h)")
@@ -324,7 +320,7 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 	}
 	if errors.Is(err, context.Canceled) && res != nil {
 		if *jsonOut != "-" {
-			printPerf(stdout, res)
+			res.WriteText(stdout) // the exit status says it was interrupted, whatever stdout says
 		}
 		return exitError{code: 130, msg: fmt.Sprintf("interrupted after %d bytes in %.3f s; the statistics are partial", res.Bytes, res.Seconds)}
 	}
@@ -332,7 +328,7 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 		return setupOrRun(err)
 	}
 	if *jsonOut != "-" {
-		printPerf(stdout, res)
+		return res.WriteText(stdout)
 	}
 	return nil
 }
@@ -382,59 +378,6 @@ func progressText(pr perf.Progress) string {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
-// plural returns "1 chunk" or "n chunks".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func printPerf(w io.Writer, r *perf.Result) {
-	v := "verified"
-	switch {
-	case r.Interrupted:
-		v = "interrupted: partial statistics"
-	case r.Config.Phantom:
-		v = "not verified (phantom payloads)"
-	case !r.Verified:
-		v = "NOT verified"
-	}
-	if r.Config.TCP {
-		fmt.Fprintf(w, "mrc perf (kernel TCP baseline): %d bytes in %.3f s = %.2f Gbit/s, %s (%s)\n", r.Bytes, r.Seconds, r.Gbps, v, plural(r.Chunks, "chunk"))
-		return
-	}
-	fmt.Fprintf(w, "mrc perf: %d bytes in %.3f s = %.2f Gbit/s, %s (%s)\n", r.Bytes, r.Seconds, r.Gbps, v, plural(r.Chunks, "chunk"))
-	fmt.Fprintf(w, "  retransmits %d, trims %d, NACKs %d, loss timeouts %d, EVs retired %d / resurrected %d\n",
-		r.Retransmits, r.Trims, r.NACKs, r.LossTimeouts, r.EVsRetired, r.EVsResurrected)
-	framing := "overlay (UDP)"
-	if r.Native {
-		framing = "native"
-	}
-	fmt.Fprintf(w, "  datapath: %s framing, %s encapsulation, GSO %v, GRO %v; receive-buffer overflows: client %d, server %d\n",
-		framing, r.Encap, r.GSO, r.GRO, r.RxOverflows, r.Server.Overflows)
-	if r.SendErrors != "" {
-		fmt.Fprintf(w, "  datapath: %s\n", r.SendErrors)
-	}
-	retire, resurrect := 0, 0
-	for _, e := range r.EVEvents {
-		switch {
-		case e.To == "ASSUMED_BAD":
-			retire++
-		case e.From == "ASSUMED_BAD" && e.To == "GOOD":
-			resurrect++
-		}
-	}
-	fmt.Fprintf(w, "  EV timeline: %d state changes (%d retirements, %d resurrections); longest wait between completions %.1f ms, at %.3f s\n",
-		len(r.EVEvents), retire, resurrect, 1000*r.MaxStall, r.StallAt)
-	if r.PcapPackets > 0 {
-		fmt.Fprintf(w, "  captured %d packets\n", r.PcapPackets)
-	}
-	for _, p := range r.PerPlane {
-		fmt.Fprintf(w, "  plane %d: %d packets (%.1f%%), %d retransmitted, over %d EVs\n", p.Plane, p.Packets, 100*p.Share, p.Retransmits, p.EVs)
-	}
-}
 
 // startProfile starts a CPU profile into file, if one is named.
 func startProfile(file string) (stop func(), err error) {

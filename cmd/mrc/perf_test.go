@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/pcap"
-	"github.com/openmrc/mrc/udpio/perf"
+	"github.com/openmrc/mrc/perf"
 	"github.com/openmrc/mrc/wire"
 )
 

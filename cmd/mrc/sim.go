@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,10 +22,6 @@ import (
 	"github.com/openmrc/mrc/scenario"
 	"github.com/openmrc/mrc/sim"
 )
-
-func init() {
-	commands["sim"] = command{summary: "simulate MRC and baselines on multi-plane fabrics (built-in scenarios, YAML files, htsim inputs)", run: runSim}
-}
 
 const simUsage = `[flags] [FILE.yaml]
 
@@ -57,6 +54,8 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	traceOut := fs.String("trace", "", "write the transports' JSON-lines trace to `FILE` (docs/trace.md)")
 	traceFilter := fs.String("trace-filter", "", "keep only the trace records `FILTER` selects, e.g. 'kind=ev_state,nacked sample=100'")
 	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes, no scenario notes under the table (the table still goes to standard output, unless the JSON does)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof; docs/sim.md, \"Performance\")")
+	memprofile := fs.String("memprofile", "", "write a heap profile to `FILE` when the run ends (allocations over the whole run)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal and the run takes more than 2 s), on, off")
 	// Flags may follow the scenario file: parse, take a positional
 	// argument, parse the rest.
@@ -191,6 +190,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// files only when there are results: a run that fails leaves
 	// earlier results as they were.
 	var jsonFile *report.File
+	// The profiles, started once the run is ready.
+	stopProfile := func() {}
+	writeHeap := func() error { return nil }
 	defer func() {
 		if jsonFile != nil {
 			jsonFile.Abort()
@@ -209,6 +211,16 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 				return usagef("--json: %v", err)
 			}
 		}
+		write, err := heapProfile(*memprofile)
+		if err != nil {
+			return err
+		}
+		writeHeap = write
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		stopProfile = stop
 		return nil
 	}
 
@@ -231,7 +243,11 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	rep, err := scenario.Run(ctx, plan, opts)
+	stopProfile()
 	pg.clear()
+	if perr := writeHeap(); perr != nil && err == nil {
+		err = perr
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		return err
@@ -460,4 +476,26 @@ func (p *progressLine) clear() {
 	if p.shown && isTerminal(p.w) {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// heapProfile creates file, if one is named, for a heap profile that
+// write writes (once the run is over).
+func heapProfile(file string) (write func() error, err error) {
+	if file == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, usagef("--memprofile: %v", err)
+	}
+	return func() error {
+		err := pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--memprofile: %v", err)
+		}
+		return nil
+	}, nil
 }

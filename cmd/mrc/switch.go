@@ -16,10 +16,6 @@ import (
 	"github.com/openmrc/mrc/swnet"
 )
 
-func init() {
-	commands["switch"] = command{summary: "a software MRC switch on network interfaces: SRv6 uN, ECMP, ECN, trimming", run: runSwitch}
-}
-
 // runSwitch runs `mrc switch` (package swnet; the table file is described
 // in docs/switch.md).
 func runSwitch(args []string, stdout, stderr io.Writer) error {

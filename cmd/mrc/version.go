@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-func init() {
-	commands["version"] = command{summary: "print the version and VCS revision mrc was built from (also mrc --version)", run: runVersion}
-}
-
 // runVersion is `mrc version`.
 func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", "", stderr)

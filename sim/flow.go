@@ -1,0 +1,98 @@
+package sim
+
+// Flows: starting a workload's flows, their completions, and the
+// triggers that chain them.
+
+import (
+	"fmt"
+
+	"github.com/openmrc/mrc/sim/workload"
+)
+
+func (s *shard) startFlow(f int32) {
+	w := s.w
+	fl := &w.wl.Flows[f]
+	fs := &w.flows[f]
+	if fs.started {
+		return
+	}
+	src := int32(fl.Src)
+	if int(w.hosts[src].shard) != s.id {
+		s.err = fmt.Errorf("sim: flow %d triggered in the wrong partition", fl.ID)
+		return
+	}
+	fs.started, fs.start = true, s.now
+	nic := w.hosts[src].nic
+	remote := w.hosts[fl.Dst].nic.Memory()
+	for left := fl.Size; left > 0; {
+		n := min(left, maxMessage)
+		if err := nic.Send(ns(s.now), fs.srcQP, uint64(f), n, remote); err != nil {
+			s.err = fmt.Errorf("sim: flow %d: post: %w", fl.ID, err)
+			return
+		}
+		left -= n
+	}
+	s.afterHost(src)
+}
+
+// activate counts an activation of the trigger with ID id.
+func (s *shard) activate(id int) {
+	if id == 0 {
+		return
+	}
+	w := s.w
+	ti := w.trigIndex[id]
+	ts := &w.trig[ti]
+	switch ts.kind {
+	case workload.Oneshot:
+		if ts.fired {
+			return
+		}
+		ts.fired = true
+	case workload.Barrier:
+		ts.count--
+		if ts.count > 0 || ts.fired {
+			return
+		}
+		ts.fired = true
+	}
+	// A multishot trigger fires at every activation; flows that already
+	// started ignore it.
+	for _, f := range w.trigFlows[ti] {
+		s.startFlow(f)
+	}
+}
+
+// flowWritten counts one completed WRITE of flow f (err set if it failed):
+// the flow's send side is done when the last one completes.
+func (s *shard) flowWritten(f int32, err error) {
+	fs := &s.w.flows[f]
+	if err != nil && !fs.failed {
+		fs.failed = true
+		s.failed++
+	}
+	fs.sendLeft--
+	if fs.sendLeft == 0 {
+		s.sideDone(&fs.sendDone, &s.sendDone, s.w.wl.Flows[f].SendDoneTrigger)
+	}
+}
+
+// flowReceived counts one WRITE_IMM of flow f received: the flow's receive
+// side is done when the last one arrives.
+func (s *shard) flowReceived(f int32) {
+	fs := &s.w.flows[f]
+	fs.recvLeft--
+	if fs.recvLeft == 0 {
+		s.sideDone(&fs.recvDone, &s.recvDone, s.w.wl.Flows[f].RecvDoneTrigger)
+	}
+}
+
+// sideDone records that one side of a flow (its sends or its receives)
+// finished now: at is the flow's time for that side, count the
+// partition's tally of such sides, trigger the trigger it activates.
+func (s *shard) sideDone(at *Time, count *int, trigger int) {
+	*at = s.now
+	*count++
+	s.lastDone = max(s.lastDone, s.now)
+	s.activate(trigger)
+}

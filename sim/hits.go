@@ -1,0 +1,57 @@
+package sim
+
+// Traffic a failed element takes: classification of a packet and the
+// per-failure counters.
+
+import (
+	"github.com/openmrc/mrc/roce"
+	"github.com/openmrc/mrc/wire"
+)
+
+// hit counts packet p as traffic taken by failure record f now: a data
+// packet (also per flow) or a QP's control packet (ACK, SACK, NACK,
+// CNP). Probes and endpoint requests are not traffic: MRC probes a
+// retired path on purpose.
+func (s *shard) hit(f int32, p *packet) {
+	switch trafficClass(p.data[:p.n]) {
+	case classData:
+		s.failHits[f]++
+		s.failLast[f] = s.now
+		if fl, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]; ok {
+			k := uint64(f)<<32 | uint64(fl)
+			if _, ok := s.qpFirst[k]; !ok {
+				s.qpFirst[k] = s.now
+			}
+			s.qpLast[k] = s.now
+		}
+	case classControl:
+		s.failCtl[f]++
+		s.failLastCtl[f] = s.now
+	}
+}
+
+// Traffic classes of packets taken by a failed element.
+const (
+	classOther   = iota // probes, endpoint requests, unknown
+	classData           // MRC or RoCE WRITE packets
+	classControl        // a QP's ACK, SACK, NACK or CNP
+)
+
+// trafficClass classifies pkt by its BTH opcode.
+func trafficClass(pkt []byte) int {
+	o := bthOffset(pkt)
+	if o < 0 {
+		return classOther
+	}
+	switch op := pkt[o]; {
+	case wire.Opcode(op).IsData() || roce.Opcode(op).IsData():
+		return classData
+	case op == byte(wire.OpAck) || op == byte(wire.OpSACK) || op == byte(wire.OpNACK),
+		op == byte(roce.OpAck) || op == byte(roce.OpCNP):
+		return classControl
+	}
+	return classOther
+}
+
+// qpKey names QP qpn of host h, for World.qpFlow.
+func qpKey(h int32, qpn uint32) uint64 { return uint64(uint32(h))<<32 | uint64(qpn) }

@@ -1,0 +1,130 @@
+package sim
+
+// The host adapter: a packet into a NIC, and a NIC's transmits,
+// completions and deadlines out of it.
+
+import (
+	"fmt"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/vswitch"
+	"github.com/openmrc/mrc/wire"
+)
+
+func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
+	w := s.w
+	if p.wl > int32(p.n)+wire.ICRCLen {
+		s.planeRx[port] += uint64(p.wl - int32(p.n) - wire.ICRCLen)
+	}
+	if w.hostTaps != nil {
+		s.tapHost(hi, port, false, 0, p.data[:p.n], int(p.wl))
+	}
+	hs := &w.hosts[hi]
+	hs.nic.HandleDatagram(ns(s.now), port, p.data[:p.n], int(p.wl))
+	s.release(h)
+	s.afterHost(hi)
+}
+
+// afterHost hands out what host hi's NIC has to say after an input:
+// completions, packets for its free ports, its next deadline.
+func (s *shard) afterHost(hi int32) {
+	s.drain(hi)
+	s.pump(hi)
+	s.armTimer(hi)
+}
+
+func (s *shard) pump(hi int32) {
+	w := s.w
+	hs := &w.hosts[hi]
+	planes := w.t.Planes
+	var free mrc.PortMask
+	for p := range planes {
+		if w.tx[w.hostOut(hi, p)].busyUntil <= s.now && (hs.paused|hs.down)&(1<<p) == 0 {
+			free |= 1 << p
+		}
+	}
+	for free != 0 {
+		tx, ok := hs.nic.PollTransmit(ns(s.now), free, s.scratch)
+		if !ok {
+			return
+		}
+		if tx.Len > pktCap || tx.Len < wire.IPv6Len || tx.Port < 0 || tx.Port >= planes || free&(1<<tx.Port) == 0 {
+			s.err = fmt.Errorf("sim: host %d's NIC returned a transmit the simulator cannot carry: %+v (free %#x, header room %d)",
+				hi, tx, free, pktCap)
+			return
+		}
+		h, ok := s.alloc()
+		if !ok {
+			return
+		}
+		p := s.pkt(h)
+		copy(p.data[:tx.Len], s.scratch[:tx.Len])
+		p.n, p.wl = uint16(tx.Len), int32(tx.WireLen)
+		p.src, p.qpn = hi, tx.QPN
+		if w.hostTaps != nil {
+			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))
+		}
+		dl := w.hostOut(hi, tx.Port)
+		wl := tx.WireLen + w.overhead
+		ser := vswitch.SerializationPs(wl, w.lk[dl].rate)
+		t := &w.tx[dl]
+		t.busyUntil, t.pending = s.now+ser, true
+		t.sentPkts++
+		t.sentBytes += uint64(wl)
+		s.planeTx[tx.Port] += uint64(wl)
+		s.push(s.now+ser, evTxDone, 0, dl)
+		s.send(dl, h, s.now+ser+w.lk[dl].delay)
+		free &^= 1 << tx.Port
+	}
+}
+
+// drain takes host hi's completions and events: flow progress and the
+// counters of QP errors and EV state changes.
+func (s *shard) drain(hi int32) {
+	nic := s.w.hosts[hi].nic
+	for {
+		ev, ok := nic.PollEvent()
+		if !ok {
+			return
+		}
+		switch ev.Kind {
+		case mrc.EventWriteDone:
+			s.flowWritten(int32(ev.WRID), ev.Err)
+		case mrc.EventRecvImm:
+			s.flowReceived(int32(ev.WRID))
+		case mrc.EventQPError:
+			s.qpErrors++
+		case mrc.EventEVState:
+			if int(ev.To) < len(s.evTo) {
+				s.evTo[ev.To]++
+			}
+		}
+	}
+}
+
+// armTimer schedules host hi's next deadline if it is earlier than the
+// one already scheduled; a later one is left to a harmless early wake-up.
+func (s *shard) armTimer(hi int32) {
+	hs := &s.w.hosts[hi]
+	nt := hs.nic.NextTimeout()
+	if nt == mtime.Never || nt > mtime.Time(never/1000) {
+		return
+	}
+	at := max(Time(nt)*1000, s.now)
+	if at < hs.timerAt {
+		hs.timerGen = (hs.timerGen + 1) & 0xFFFFFF
+		hs.timerAt = at
+		s.push(at, evTimer, hs.timerGen, hi)
+	}
+}
+
+func (s *shard) timer(hi int32, gen uint32) {
+	hs := &s.w.hosts[hi]
+	if gen != hs.timerGen {
+		return // superseded by an earlier deadline
+	}
+	hs.timerAt = never
+	hs.nic.HandleTimeout(ns(s.now))
+	s.afterHost(hi)
+}

@@ -1,0 +1,87 @@
+package sim
+
+// Links: a directed link's pipe of packets in flight, delivery at the
+// far end (link failure and loss) and the serialiser's release.
+
+import "github.com/openmrc/mrc/vswitch"
+
+// enpipe appends packet h to the pipe of directed link dl, arriving at at.
+func (s *shard) enpipe(dl int32, h uint32, at Time) {
+	c := s.chunkOf(h)
+	i := h & (chunkSize - 1)
+	c.at[i], c.next[i] = at, nilPkt
+	r := &s.w.rx[dl]
+	if r.tail == nilPkt {
+		r.head, r.tail = h, h
+		s.push(at, evArrive, 0, dl)
+		return
+	}
+	s.chunkOf(r.tail).next[r.tail&(chunkSize-1)] = h
+	r.tail = h
+}
+
+// send puts packet h on directed link dl, reaching the far node at at.
+func (s *shard) send(dl int32, h uint32, at Time) {
+	info := &s.w.lk[dl]
+	if int(info.recvShard) == s.id {
+		s.enpipe(dl, h, at)
+		return
+	}
+	s.out[info.recvShard] = append(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
+}
+
+// arrive delivers the head of dl's pipe to its far node.
+func (s *shard) arrive(dl int32) {
+	w := s.w
+	r := &w.rx[dl]
+	h := r.head
+	c := s.chunkOf(h)
+	r.head = c.next[h&(chunkSize-1)]
+	if r.head == nilPkt {
+		r.tail = nilPkt
+	} else {
+		s.push(s.chunkOf(r.head).at[r.head&(chunkSize-1)], evArrive, 0, dl)
+	}
+	p := &c.pkts[h&(chunkSize-1)]
+	if !r.up {
+		if r.fail >= 0 {
+			s.hit(r.fail, p)
+		}
+		s.linkDrops[vswitch.DropLinkDown]++
+		s.release(h)
+		return
+	}
+	if r.loss > 0 {
+		if r.lossFail >= 0 {
+			s.hit(r.lossFail, p)
+		}
+		if s.rng.Float64() < r.loss {
+			s.linkDrops[vswitch.DropLossy]++
+			s.release(h)
+			return
+		}
+	}
+	info := &w.lk[dl]
+	hosts := int32(w.t.Hosts)
+	if info.to < hosts {
+		s.hostRecv(info.to, int(info.toPort), h, p)
+	} else {
+		s.switchRecv(info.to-hosts, int(info.toPort), h, p)
+	}
+}
+
+// txDone restarts the sender of link dl when its serialiser frees. A
+// switch port may have started another packet since the event was
+// scheduled (one enqueued at the very instant it freed): swKick then
+// waits for that one to finish rather than send two at once.
+func (s *shard) txDone(dl int32) {
+	w := s.w
+	w.tx[dl].pending = false
+	info := &w.lk[dl]
+	hosts := int32(w.t.Hosts)
+	if info.from < hosts {
+		s.afterHost(info.from)
+		return
+	}
+	s.swKick(info.from-hosts, int(info.fromPort), dl)
+}

@@ -37,7 +37,7 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 	}
 	if q.state == StateRTS {
 		s := &q.tx
-		if s.rtxReady(q) {
+		if s.rtxReady(q, now) {
 			if slot, ok := q.pickRetransmitEV(now, mask); ok {
 				return s.sendRetransmit(q, now, slot, buf), pollSent
 			}
@@ -65,7 +65,7 @@ func (q *QP) hasWork(now mtime.Time) bool {
 	if q.state != StateRTS || !q.evs.Usable(up) {
 		return false
 	}
-	return q.tx.rtxReady(q) || q.tx.newReady(q)
+	return q.tx.rtxReady(q, now) || q.tx.newReady(q)
 }
 
 // pickCtrlEV chooses the EV for a control packet: the plane the packet it

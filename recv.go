@@ -79,8 +79,8 @@ type acks struct {
 	// probes, and of RoCE NAKs of protection errors: one for first
 	// transmissions, one for retransmissions (which confirm an error to
 	// the requester: onAETH).
-	trimNACKs, dupSACKs, probeSACKs budget
-	protNAKs, protNAKsRtx           budget
+	trimNACKs, dupSACKs, probeSACKs, oorNACKs budget
+	protNAKs, protNAKsRtx                     budget
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -268,6 +268,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	d := n.Sub(r.win.Next())
 	if d >= r.win.Size() {
 		q.ep.drop(now, &q.stats, q.qpn, DropOutOfWindow)
+		q.nackOutOfWindow(now, t0, p, phantom, trimmed)
 		return
 	}
 	fresh := d >= 0 && !r.win.Has(n)
@@ -426,6 +427,28 @@ func (q *QP) nakProtection(now mtime.Time, t0 trigger, why DropReason, msn uint1
 		return
 	}
 	q.rx.queue(q, ctrlPkt{kind: KindNACK, seq: msn, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, aeth: syn})
+	q.ep.markReady(q)
+}
+
+// oorNACKsPerRTT bounds the PSN_OOR_WINDOW NACKs a QP sends per RTT. One
+// is enough: the requester takes every PSN from the NACKed one onwards out
+// of flight and shrinks its window (onNACK).
+const oorNACKsPerRTT = 2
+
+// nackOutOfWindow answers a packet beyond the tracking window with a
+// PSN_OOR_WINDOW NACK (digest §3.3), so that the requester backs off
+// instead of timing the packet out and blaming its EV. Only a packet
+// whose key and address checks pass is answered, at most oorNACKsPerRTT
+// times per RTT: like every answer, it must not amplify a forgery.
+func (q *QP) nackOutOfWindow(now mtime.Time, t0 trigger, p *wire.Packet, phantom, trimmed bool) {
+	if _, _, why := q.placement(p, phantom, trimmed, false); why != dropNone {
+		return
+	}
+	r := &q.rx
+	if !q.allowAnswer(now, &r.ack().oorNACKs, oorNACKsPerRTT) {
+		return
+	}
+	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, reason: wire.NackPSNOORWindow})
 	q.ep.markReady(q)
 }
 

@@ -64,15 +64,16 @@ type wqe struct {
 }
 
 type sender struct {
-	una, nxt psn.PSN // oldest unacknowledged PSN, next new PSN
-	postPSN  psn.PSN // first PSN of the next posted WRITE
-	window   int     // the peer's tracking window (MPR×128 PSNs)
-	ring     []txPkt // records of [una, nxt), at psn&mask; grows on demand
-	mask     int
-	lossHead psn.PSN
-	lossTail psn.PSN
-	rtxq     fifo.Queue[psn.PSN] // PSNs awaiting retransmission
-	inflight int                 // payload bytes in flight
+	una, nxt  psn.PSN // oldest unacknowledged PSN, next new PSN
+	postPSN   psn.PSN // first PSN of the next posted WRITE
+	window    int     // PSNs the peer tracks: its SACKs' MPR×128, at most maxWindow
+	maxWindow int     // the configured MPR×128 PSNs
+	ring      []txPkt // records of [una, nxt), at psn&mask; grows on demand
+	mask      int
+	lossHead  psn.PSN
+	lossTail  psn.PSN
+	rtxq      fifo.Queue[psn.PSN] // PSNs awaiting retransmission
+	inflight  int                 // payload bytes in flight
 
 	wqes    []wqe  // ring by sequence number; grows up to sqDepth
 	sqDepth int    // most WRITEs posted and not completed
@@ -94,6 +95,11 @@ type sender struct {
 	lastProgress mtime.Time
 
 	probeID uint16
+
+	// Back-off after resource NACKs (onResourceNACK): no retransmission
+	// before rtxHold; backoffs counts such NACKs since the last progress.
+	rtxHold  mtime.Time
+	backoffs int
 }
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
@@ -101,7 +107,8 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		una:          psn.PSN(a.SendPSN),
 		nxt:          psn.PSN(a.SendPSN),
 		postPSN:      psn.PSN(a.SendPSN),
-		window:       a.MPR * 128,
+		window:       a.MPR * wire.MPRUnit,
+		maxWindow:    a.MPR * wire.MPRUnit,
 		lossHead:     noPSN,
 		lossTail:     noPSN,
 		wqes:         make([]wqe, 4),
@@ -205,18 +212,29 @@ func (s *sender) newReady(q *QP) bool {
 	return s.fits(q, segSize(w, s.seg, q.ep.cfg.MTU))
 }
 
-// rtxReady reports whether a retransmission could go out now, ports aside.
-func (s *sender) rtxReady(q *QP) bool {
-	for {
-		p, ok := s.rtxq.Peek()
-		if !ok {
-			return false
-		}
-		if p.InWindow(s.una, s.nxt.Sub(s.una)) && s.rec(p).state == pktLost {
+// rtxReady reports whether a retransmission could go out at now, ports
+// aside.
+func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
+	if now < s.rtxHold {
+		return false
+	}
+	// PSNs beyond the peer's window (after PSN_OOR_WINDOW) wait at the
+	// back of the queue until the window reaches them; each is looked
+	// at once per call.
+	for skipped := 0; skipped < s.rtxq.Len(); {
+		p, _ := s.rtxq.Peek()
+		switch {
+		case !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state != pktLost:
+			s.rtxq.Pop() // acknowledged since it was queued
+		case p.Sub(s.una) >= s.window:
+			s.rtxq.Pop()
+			s.rtxq.Push(p)
+			skipped++
+		default:
 			return s.fits(q, s.rec(p).size)
 		}
-		s.rtxq.Pop() // acknowledged since it was queued
 	}
+	return false
 }
 
 // sendNew writes the next new data packet on EV slot.
@@ -427,6 +445,11 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		s.una = s.una.Add(1)
 	}
 
+	if sk.MPR > 0 {
+		// Never send beyond the window the peer advertises (digest
+		// §3.3, Dynamic MPR).
+		s.window = min(s.maxWindow, int(sk.MPR)*wire.MPRUnit)
+	}
 	q.pathFeedback(now, sk)
 	cwnd := q.cc.Window()
 	q.cc.OnAck(now, cc.Ack{
@@ -439,7 +462,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	})
 	q.traceCwnd(now, cwnd)
 	if newly > 0 {
-		s.retries = 0
+		s.retries, s.backoffs = 0, 0
 		s.lastProgress = now
 		s.complete(q, now)
 	}
@@ -577,11 +600,38 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		}
 		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:
-		// The responder ran out of resources: send again, and back off
-		// as for a loss, but the path is not to blame.
-		q.cc.OnLoss(now, int(r.size))
+		s.onResourceNACK(q, now, p, nk.Reason)
 	}
 	q.ep.markReady(q)
+}
+
+// onResourceNACK backs off after a NACK saying the responder could not
+// take PSN p (NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE, PSN_OOR_WINDOW;
+// docs/spec-gaps.md "Responder resources"). The path is not to blame. p
+// is already queued for retransmission, but nothing is resent before one
+// RTT has passed, doubling with each such NACK until progress resumes;
+// the congestion window shrinks as for a loss. PSN_OOR_WINDOW also says
+// the peer's window ends before p: every PSN from p on that is still in
+// flight is taken out of flight too (the responder answers only a few
+// per RTT, and the rest must not time out and blame their EVs), and the
+// window shrinks until the peer's next SACK advertises its MPR.
+func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackReason) {
+	q.cc.OnLoss(now, int(s.rec(p).size))
+	if why == wire.NackPSNOORWindow {
+		beyond := p.Sub(s.una)
+		for l := s.lossHead; l != noPSN; {
+			next := s.rec(l).next
+			if l.Sub(s.una) > beyond {
+				s.requeue(l)
+			}
+			l = next
+		}
+		s.window = max(wire.MPRUnit, min(s.window, beyond))
+	}
+	hold := max(q.ep.cfg.BaseRTT, s.srtt) << min(s.backoffs, 6)
+	s.backoffs++
+	s.rtxHold = max(s.rtxHold, now.Add(hold))
+	q.timerDirty = true
 }
 
 // nakError returns the error a RoCE NAK with AETH syndrome syn names, or
@@ -648,6 +698,9 @@ func (s *sender) deadline(q *QP) mtime.Time {
 	}
 	if s.wqeHead != s.wqeTail {
 		t = mtime.Min(t, s.lastProgress.Add(s.retryInterval()))
+	}
+	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
+		t = mtime.Min(t, s.rtxHold)
 	}
 	return t
 }

@@ -119,7 +119,10 @@ func (r *receiver) onProbe(q *QP, now mtime.Time, port int, p *wire.Packet) {
 		a.probeRepeats = 0
 		r.suspectSACK(q, now, a.probeAnswer)
 	}
-	r.trig = trigger{ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
+	// The answer's ack_psn_offset names the PSN the probe carries (the
+	// requester's oldest unacknowledged one), so that the requester reads
+	// from cack_psn whether that PSN has arrived.
+	r.trig = trigger{psn: psn.PSN(p.BTH.PSN), ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
 	a.probeAnswer = a.sackSeq
 	r.flushSACK(q, true)
 }

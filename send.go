@@ -415,11 +415,12 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	}
 	inFlight := func(p psn.PSN) bool { return p.InWindow(s.una, s.nxt.Sub(s.una)) }
 
-	// RTT from the packet that triggered the SACK, if sent only once.
+	// RTT from the packet that triggered the SACK, if sent only once (a
+	// probe's answer names a PSN the probe did not carry: no sample).
 	var rtt time.Duration
 	if q.ep.cfg.Timestamps {
 		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
-	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) {
+	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) && !sk.PR {
 		if r := s.rec(trig); r.state == pktInFlight && r.rtx == 0 {
 			rtt = now.Sub(r.sentAt)
 		}

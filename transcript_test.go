@@ -278,7 +278,7 @@ func (d *duo) describe(from int, pkt []byte) string {
 	case op == wire.OpNACK:
 		s = fmt.Sprintf("NACK %v psn=%d %s", p.NACK.Reason, p.NACK.NackPSN, ev(p.NACK.Entropy))
 	case op == wire.OpProbe:
-		s = fmt.Sprintf("PROBE id=%d %s", p.Probe.ProbeID, ev(p.EV()))
+		s = fmt.Sprintf("PROBE id=%d psn=%d %s", p.Probe.ProbeID, b.PSN, ev(p.EV()))
 	case op == wire.OpAck:
 		s = fmt.Sprintf("ACKNOWLEDGE psn=%d syndrome=%#x %s", b.PSN, p.AETH.Syndrome, ev(p.EV()))
 	case op == wire.OpEndpointRequest:

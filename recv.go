@@ -32,7 +32,9 @@ type trigger struct {
 	ts    uint16
 	ce    bool
 	probe bool
-	dup   bool // a duplicate that asked for an acknowledgement
+	dup   bool       // a duplicate that asked for an acknowledgement
+	timed bool       // ts is a real tx_timestamp (TSETH or PETH)
+	at    mtime.Time // when the packet arrived
 }
 
 type receiver struct {
@@ -122,7 +124,7 @@ func (r *receiver) onProbe(q *QP, now mtime.Time, port int, p *wire.Packet) {
 	// The answer's ack_psn_offset names the PSN the probe carries (the
 	// requester's oldest unacknowledged one), so that the requester reads
 	// from cack_psn whether that PSN has arrived.
-	r.trig = trigger{psn: psn.PSN(p.BTH.PSN), ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
+	r.trig = trigger{psn: psn.PSN(p.BTH.PSN), ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true, timed: true, at: now}
 	a.probeAnswer = a.sackSeq
 	r.flushSACK(q, true)
 }
@@ -265,7 +267,7 @@ func ceOf(p *wire.Packet) bool {
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
-	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p)}
+	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, at: now}
 	dscp := p.IP.DSCP()
 	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
@@ -571,6 +573,8 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		bitmap:  r.win.Bitmap(base),
 		ev:      r.trig.ev,
 		ts:      r.trig.ts,
+		timed:   r.trig.timed,
+		at:      r.trig.at,
 		m:       m,
 		probe:   probe,
 		ooo:     uint16(min(r.win.Ahead(), 1<<15-1)),
@@ -597,6 +601,8 @@ type ctrlPkt struct {
 	bitmap  uint64
 	ev      uint32
 	ts      uint16
+	timed   bool       // ts is a tx_timestamp: add the hold time (holdStamp)
+	at      mtime.Time // when the trigger arrived
 	m       wire.SackMode
 	probe   bool
 	ooo     uint16
@@ -648,6 +654,18 @@ func (c *ctrlQueue) pop() {
 
 func (c *ctrlQueue) clear() { c.head, c.size = 0, 0 }
 
+// holdStamp returns the tx_timestamp a SACK reflects: the trigger's, plus
+// the time the responder held the SACK since the trigger arrived
+// (coalescing, the control queue), in the same 128 ns units. The requester
+// subtracts the reflected stamp from its clock, so its RTT sample excludes
+// the hold, as UET's SVC_TIME makes it (docs/spec-gaps.md row 32).
+func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
+	if !c.timed {
+		return c.ts
+	}
+	return c.ts + timestamp(now) - timestamp(c.at)
+}
+
 // writeCtrl encodes control packet c on EV slot into buf.
 func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) Transmit {
 	e := q.ep
@@ -667,7 +685,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			SackOffset:   c.sackOff,
 			SackBitmap:   c.bitmap,
 			CC: wire.CCState{
-				TxTimestamp: c.ts,
+				TxTimestamp: c.holdStamp(now),
 				OOOCount:    c.ooo,
 				RC:          c.restore,
 				RcvCwndPen:  c.pen,

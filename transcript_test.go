@@ -38,6 +38,7 @@ func TestSACKTranscript(t *testing.T) {
 // TestSACKTranscript, plus:
 //
 //	setup ... loss=DURATION linear=N exp=N timeout=N  the loss timer and the retry budget (RTSAttr)
+//	setup ... ts sackdelay=DURATION                 TSETH timestamps; the SACK coalescing delay
 //	write ... rkey=bad                              A names a key B never registered
 //	port side=A|B port=N up|down                    a local port's link state changes
 //	advance d=DURATION                              time passes; each timer fires at its deadline
@@ -46,8 +47,9 @@ func TestSACKTranscript(t *testing.T) {
 //	                                                (every packet sent on port N)
 //	clock                                           the virtual time
 //	state                                           both QPs' states and EV counts
+//	rtt                                             A's smoothed RTT
 func TestTranscripts(t *testing.T) {
-	for _, name := range []string{"loss", "portdown", "qperror", "probe"} {
+	for _, name := range []string{"loss", "portdown", "qperror", "probe", "rtt"} {
 		t.Run(name, func(t *testing.T) {
 			var d *duo
 			golden.Run(t, "testdata/"+name+".txt", func(t *testing.T, c golden.Cmd) string { return d.run(t, c, &d) })
@@ -109,6 +111,8 @@ func (d *duo) run(t *testing.T, c golden.Cmd, dp **duo) string {
 			out = append(out, line)
 		}
 		return strings.Join(out, "\n")
+	case "rtt":
+		return fmt.Sprintf("A: srtt=%v", d.qps[0].SmoothedRTT())
 	case "events":
 		return d.events()
 	}
@@ -177,7 +181,7 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 			ports[p] = addr(s, p)
 		}
 		ep, err := mrc.NewEndpoint(mrc.Config{Ports: ports, MTU: mtu, Seed: uint64(s + 1), SackEvery: c.Int(t, "sack", 4),
-			LossTimeout: c.Duration(t, "loss", 0)})
+			LossTimeout: c.Duration(t, "loss", 0), SackDelay: c.Duration(t, "sackdelay", 0), Timestamps: c.Has("ts")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -129,6 +129,7 @@ func FuzzHandleDatagram(f *testing.F) {
 	}
 	f.Add([]byte{0x60}, uint8(1))
 	addAETHSeeds(f, pkts)
+	addEVProbeSeeds(f, pkts)
 	// One endpoint pair serves every input, so state left by one input
 	// meets the next: more hostile, and cheap enough to fuzz fast.
 	x := newTransfer(f, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
@@ -172,6 +173,28 @@ func addAETHSeeds(f *testing.F, pkts [][]byte) {
 		}
 		for _, syn := range []uint8{wire.AETHAck, wire.AETHNakPSNSeqError, wire.AETHNakInvalidRequest, wire.AETHNakRemoteAccess, wire.AETHNakRemoteOperation} {
 			p.BTH.Opcode, p.AETH = wire.OpAck, wire.AETH{Syndrome: syn, MSN: 1}
+			f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+		}
+		return
+	}
+}
+
+// addEVProbeSeeds adds EV_PROBE endpoint requests and responses (and a
+// PORT_STATUS response) made from a captured SACK: the parse paths of EV
+// probes and their answers.
+func addEVProbeSeeds(f *testing.F, pkts [][]byte) {
+	for _, b := range pkts {
+		var p wire.Packet
+		if p.Decode(b) != nil || p.BTH.Opcode != wire.OpSACK {
+			continue
+		}
+		p.BTH.DestQP = wire.QPNEndpoint
+		p.BTH.Opcode = wire.OpEndpointRequest
+		p.EPReq = wire.EPRequest{Op: wire.EPEVProbe, TS: wire.TSETH{TxTimestamp: 7, FType: wire.TSETHFType}}
+		f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+		p.BTH.Opcode = wire.OpEndpointResponse
+		for _, op := range []wire.EndpointOp{wire.EPEVProbe, wire.EPPortStatusUpdate} {
+			p.EPResp = wire.EPResponse{Op: op, PortStatusMask: uint32(p.EV()), TxTimestamp: 7}
 			f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
 		}
 		return

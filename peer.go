@@ -110,6 +110,10 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 	}
 	switch p.BTH.Opcode {
 	case wire.OpEndpointRequest:
+		if p.EPReq.Op == wire.EPEVProbe {
+			e.onEVProbe(now, pr, port, p)
+			return
+		}
 		if !pr.requests.take(now, portRequestsPerLossTimeout, e.cfg.LossTimeout) {
 			e.drop(now, &e.stats, 0, DropPortStatus)
 			return
@@ -128,6 +132,10 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 		pr.respond, pr.respondID = true, p.EPReq.TS.TxTimestamp
 		e.epWork = true
 	case wire.OpEndpointResponse:
+		if p.EPResp.Op == wire.EPEVProbe {
+			e.onEVProbeAnswer(now, pr, p)
+			return
+		}
 		if pr.announce && p.EPResp.ReqID == pr.reqID {
 			pr.announce = false
 		}

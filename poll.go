@@ -33,6 +33,9 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 		}
 	}
 	if slot, ok := q.evs.NextProbe(now, mask); ok {
+		if q.probesByEndpoint() {
+			return q.writeEVProbe(now, slot, buf), pollSent
+		}
 		return q.writeProbe(now, slot, buf), pollSent
 	}
 	if q.state == StateRTS {

@@ -231,8 +231,9 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	case op == wire.OpSACK && q.state == StateRTS:
 		q.tx.onSACK(q, now, port, &p.SACK)
 	case op == wire.OpSACK && p.SACK.PR:
-		// A QP that only receives still probes the EVs its SACKs
-		// travel on (suspectReverse retires them).
+		// The answer to a reliability probe of a QP that does not
+		// send (it probes with EV probes since, evprobe.go, but an
+		// answer may be in flight when it changes state).
 		q.stats.SACKsReceived++
 		q.pathFeedback(now, &p.SACK)
 	case op == wire.OpNACK && q.state == StateRTS:

@@ -608,7 +608,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 
 // onResourceNACK backs off after a NACK saying the responder could not
 // take PSN p (NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE, PSN_OOR_WINDOW;
-// docs/spec-gaps.md "Responder resources"). The path is not to blame. p
+// docs/spec-gaps.md row 16). The path is not to blame. p
 // is already queued for retransmission, but nothing is resent before one
 // RTT has passed, doubling with each such NACK until progress resumes;
 // the congestion window shrinks as for a loss. PSN_OOR_WINDOW also says

@@ -124,6 +124,12 @@ func (r *receiver) onProbe(q *QP, now mtime.Time, port int, p *wire.Packet) {
 	// The answer's ack_psn_offset names the PSN the probe carries (the
 	// requester's oldest unacknowledged one), so that the requester reads
 	// from cack_psn whether that PSN has arrived.
+	// A probe naming a PSN that is already here means the SACK that
+	// reported it was lost, as a retransmission of it would
+	// (suspectReverse; the requester probes before it resends).
+	if n := psn.PSN(p.BTH.PSN); n.Less(r.win.Next()) || r.win.Has(n) {
+		r.suspectReverse(q, now, n)
+	}
 	r.trig = trigger{psn: psn.PSN(p.BTH.PSN), ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true, timed: true, at: now}
 	a.probeAnswer = a.sackSeq
 	r.flushSACK(q, true)
@@ -550,13 +556,14 @@ func (r *receiver) reports(base, n psn.PSN) bool {
 }
 
 // flushSACK queues a SACK for the pending PSNs, reflecting r.trig. A SACK
-// answering a duplicate (r.trig.dup) names the duplicate's PSN: its bitmap
-// starts there when the cumulative point is 64 PSNs or more behind.
+// answering a duplicate (r.trig.dup) or a probe names the PSN it carries:
+// its bitmap starts there when the cumulative point is 64 PSNs or more
+// behind, so the answer says whether that PSN arrived.
 func (r *receiver) flushSACK(q *QP, probe bool) {
 	next := r.win.Next()
 	cack := next.Add(-1)
 	base := r.sackBase()
-	if r.trig.dup && !r.reports(base, r.trig.psn) {
+	if (r.trig.dup || probe) && !r.reports(base, r.trig.psn) {
 		base = r.trig.psn
 	}
 	m := wire.SackNone

@@ -23,6 +23,7 @@ const (
 	pktInFlight       // sent, no news yet
 	pktLost           // NACKed or timed out; queued for retransmission
 	pktAcked          // acknowledged (in a bitmap, or cumulatively)
+	pktHeld           // timed out on a suspect EV: neither in flight nor queued (suspect)
 )
 
 // noPSN ends the loss list; it is not a 24-bit value.
@@ -100,7 +101,33 @@ type sender struct {
 	// before rtxHold; backoffs counts such NACKs since the last progress.
 	rtxHold  mtime.Time
 	backoffs int
+
+	suspects []suspect // at most one per EV; allocated at the first loss timeout
 }
+
+// suspect is an EV whose packet psn timed out (digest §3.7: probes
+// "refresh ack state when SACKs may have been lost"). Rather than retire
+// it at once, the requester rests it and holds its timed-out packets while
+// reliability probes on other EVs name psn; the answer says whether psn
+// arrived (docs/spec-gaps.md row 34). One probe is outstanding per suspect
+// at a time.
+type suspect struct {
+	slot     evset.Slot
+	psn      psn.PSN
+	tries    int
+	awaiting bool       // a probe is out
+	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
+	used     bool
+}
+
+const (
+	// suspectTries is how many probes in a row may go unanswered before
+	// the suspect is retired anyway. A probe travels another EV, so a dead
+	// suspect is known from the first answer; only lost answers repeat
+	// it: with 30% of SACKs lost, twelve in a row happen 5e-7 of the
+	// time.
+	suspectTries = 12
+)
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
 	*s = sender{
@@ -397,6 +424,7 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 		if r.rtx == 0 {
 			q.stats.SpuriousRetrans++ // declared lost, yet the original arrived
 		}
+	case pktHeld:
 	default:
 		return 0
 	}
@@ -451,6 +479,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		// §3.3, Dynamic MPR).
 		s.window = min(s.maxWindow, int(sk.MPR)*wire.MPRUnit)
 	}
+	s.resolveSuspects(q, now, sk.PR, cack.Add(int(sk.AckPSNOffset)))
 	q.pathFeedback(now, sk)
 	cwnd := q.cc.Window()
 	q.cc.OnAck(now, cc.Ack{
@@ -703,6 +732,11 @@ func (s *sender) deadline(q *QP) mtime.Time {
 	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
 		t = mtime.Min(t, s.rtxHold)
 	}
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && sp.awaiting {
+			t = mtime.Min(t, sp.at)
+		}
+	}
 	return t
 }
 
@@ -726,8 +760,11 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if r.sentAt.Add(to) > now {
 			break
 		}
-		s.requeue(p)
 		q.stats.LossTimeouts++
+		if s.holdSuspect(q, now, p) {
+			continue
+		}
+		s.requeue(p)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
@@ -736,6 +773,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		q.cc.OnLoss(now, int(r.size))
 		q.traceCwnd(now, cwnd)
 	}
+	s.expireSuspects(q, now)
 	if s.wqeHead != s.wqeTail && now >= s.lastProgress.Add(s.retryInterval()) {
 		s.retries++
 		q.stats.RetryTimeouts++
@@ -750,6 +788,11 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 // planeDown takes every packet in flight on plane out of flight for
 // retransmission elsewhere, without blaming its EV: the port is down.
 func (s *sender) planeDown(q *QP, plane int) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && q.evs.Plane(sp.slot) == plane {
+			s.release(q, q.now, i, false)
+		}
+	}
 	for p := s.lossHead; p != noPSN; {
 		r := s.rec(p)
 		next := r.next
@@ -773,6 +816,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 	s.wqeSend, s.seg = s.wqeTail, 0
 	s.lossHead, s.lossTail, s.inflight = noPSN, noPSN, 0
 	s.rtxq.Clear()
+	clear(s.suspects)
 }
 
 // traceCwnd traces the congestion window if it changed from before.
@@ -782,4 +826,132 @@ func (q *QP) traceCwnd(now mtime.Time, before int) {
 			t.Trace(&trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}
+}
+
+// holdSuspect holds p, whose loss timer expired, if its EV is or can
+// become a suspect, and reports whether it did. Oblivious spraying, a
+// plane that is down and an EV already out of service take the old way:
+// resend and retire.
+func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
+	r := s.rec(p)
+	if q.evp.Oblivious || !q.evs.PlaneUp(q.evs.Plane(r.slot)) {
+		return false
+	}
+	i := s.suspectOf(r.slot)
+	if i < 0 {
+		if !q.evs.Suspect(now, r.slot) {
+			return false
+		}
+		i = s.freeSuspect()
+		s.suspects[i] = suspect{slot: r.slot, psn: p, at: now, used: true}
+		q.ep.markReady(q)
+	}
+	s.unlinkLoss(p)
+	s.inflight -= int(r.size)
+	r.state = pktHeld
+	return true
+}
+
+func (s *sender) suspectOf(slot evset.Slot) int {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && sp.slot == slot {
+			return i
+		}
+	}
+	return -1
+}
+
+// freeSuspect returns an unused entry of the suspect table, growing it
+// when there is none (a QP has fewer suspects than EVs).
+func (s *sender) freeSuspect() int {
+	for i := range s.suspects {
+		if !s.suspects[i].used {
+			return i
+		}
+	}
+	s.suspects = append(s.suspects, suspect{})
+	return len(s.suspects) - 1
+}
+
+// suspectDue returns a suspect whose next probe is due at now.
+func (s *sender) suspectDue(now mtime.Time) (int, bool) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && !sp.awaiting && sp.at <= now {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// sendSuspectProbe writes suspect i's probe on EV slot, another EV than
+// the suspect's when one is usable: it names the held PSN.
+func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte) Transmit {
+	sp := &s.suspects[i]
+	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
+	sp.tries++
+	return q.writeProbe(now, slot, sp.psn, buf)
+}
+
+// resolveSuspects applies a SACK to the suspects: one whose held PSN it
+// acknowledges was healthy (only its SACK was lost); one whose PSN a
+// probe's answer names (trig) and does not acknowledge lost the packet.
+func (s *sender) resolveSuspects(q *QP, now mtime.Time, probeAnswer bool, trig psn.PSN) {
+	for i := range s.suspects {
+		sp := &s.suspects[i]
+		if !sp.used {
+			continue
+		}
+		switch {
+		case !sp.psn.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(sp.psn).state == pktAcked:
+			s.release(q, now, i, false)
+		case probeAnswer && trig == sp.psn:
+			s.release(q, now, i, true)
+		}
+	}
+}
+
+// expireSuspects fails every suspect probe whose answer is overdue: the
+// next goes out at once, up to suspectTries, then the EV is retired.
+func (s *sender) expireSuspects(q *QP, now mtime.Time) {
+	for i := range s.suspects {
+		sp := &s.suspects[i]
+		if !sp.used || !sp.awaiting || sp.at > now {
+			continue
+		}
+		sp.awaiting = false
+		if sp.tries >= suspectTries {
+
+			s.release(q, now, i, true)
+			continue
+		}
+		q.ep.markReady(q)
+	}
+}
+
+// release ends suspect i. A lost packet (lost) retires the EV, as an
+// untrimmed loss does (digest §3.5), and shrinks the window; otherwise
+// the EV is Good again. Either way its held packets not acknowledged are
+// queued for retransmission.
+func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
+	sp := s.suspects[i]
+	s.suspects[i] = suspect{}
+	q.evs.Unsuspect(now, sp.slot)
+	if lost {
+		q.retirePath(now, sp.slot)
+	}
+	cwnd := q.cc.Window()
+	for p := s.una; p != s.nxt; p = p.Add(1) {
+		r := s.rec(p)
+		if r.state != pktHeld || r.slot != sp.slot {
+			continue
+		}
+		r.state = pktLost
+		s.rtxq.Push(p)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		if lost {
+			q.cc.OnLoss(now, int(r.size))
+		}
+	}
+	q.traceCwnd(now, cwnd)
+	q.ep.markReady(q)
 }

@@ -197,7 +197,28 @@ func addEVProbeSeeds(f *testing.F, pkts [][]byte) {
 			p.EPResp = wire.EPResponse{Op: op, PortStatusMask: uint32(p.EV()), TxTimestamp: 7}
 			f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
 		}
+		addProbeAnswerSeeds(f, b)
 		return
+	}
+}
+
+// addProbeAnswerSeeds adds, from captured SACK b, probe answers (pr=1)
+// naming PSNs around its cumulative point, and resource NACKs
+// (PSN_OOR_WINDOW, NO_RESOURCE): the parse paths of suspect probes and of
+// the requester's back-off.
+func addProbeAnswerSeeds(f *testing.F, b []byte) {
+	var p wire.Packet
+	if p.Decode(b) != nil {
+		return
+	}
+	for _, off := range []int16{-1, 0, 1, 64, -200} {
+		p.SACK.PR, p.SACK.AckPSNOffset = true, off
+		f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+	}
+	p.BTH.Opcode = wire.OpNACK
+	for _, why := range []wire.NackReason{wire.NackPSNOORWindow, wire.NackNoResource, wire.NackNoBitmap} {
+		p.NACK = wire.NACK{Reason: why, Entropy: p.SACK.Entropy, NackPSN: p.SACK.CackPSN, CCType: wire.NACKDefaultCCType}
+		f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // endpoint answers with an endpoint response of op EV_PROBE that echoes
 // the request's tx_timestamp and reflects the probed EV in the word that
 // carries port_status_mask in a PORT_STATUS response (our choice,
-// docs/spec-gaps.md row 33). The prober matches the answer by EV and
+// docs/spec-gaps.md row 35). The prober matches the answer by EV and
 // timestamp to the request it keeps.
 
 // evProbe is an EV_PROBE request this endpoint sent and awaits.

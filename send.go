@@ -109,7 +109,7 @@ type sender struct {
 // "refresh ack state when SACKs may have been lost"). Rather than retire
 // it at once, the requester rests it and holds its timed-out packets while
 // reliability probes on other EVs name psn; the answer says whether psn
-// arrived (docs/spec-gaps.md row 34). One probe is outstanding per suspect
+// arrived (docs/spec-gaps.md row 36). One probe is outstanding per suspect
 // at a time.
 type suspect struct {
 	slot     evset.Slot

@@ -231,9 +231,10 @@ func TestRetryBoundedGivesUp(t *testing.T) {
 // FuzzPortStatusResponse feeds A, whose port status announcement is
 // pending (B's own answers are lost), an endpoint response from B's
 // address with an arbitrary EETH, and the raw bytes as a datagram. A must
-// not panic, and its announcement must end exactly when the response
-// echoes the tx_timestamp of one of its tries: then it is not repeated,
-// otherwise it is, up to its limit of 8.
+// not panic, and its announcement must end exactly when the response is
+// a PORT_STATUS one (an EV_PROBE response answers an EV probe, never an
+// announcement) echoing the tx_timestamp of one of its tries: then it is
+// not repeated, otherwise it is, up to its limit of 8.
 func FuzzPortStatusResponse(f *testing.F) {
 	f.Add(make([]byte, wire.EETHLen), false)
 	f.Add(make([]byte, wire.EETHLen), true)
@@ -276,7 +277,7 @@ func FuzzPortStatusResponse(f *testing.F) {
 		}
 		matched, sentBefore := false, len(sentTS)
 		for _, ts := range sentTS {
-			matched = matched || ts == r.TxTimestamp
+			matched = matched || ts == r.TxTimestamp && r.Op == wire.EPPortStatusUpdate
 		}
 		var p wire.Packet
 		if err := p.Decode(fromB); err != nil {

@@ -85,7 +85,8 @@ type Endpoint struct {
 	epWork  bool       // an endpoint message is due
 	epTimer mtime.Time // when the next endpoint message falls due
 
-	rfc rcvFlow // the responder's own flow control
+	rfc rcvFlow  // the responder's own flow control
+	evp evProbes // EV probes sent and answers owed (evprobe.go)
 
 	rx wire.Packet // decode scratch
 	tx wire.Packet // encode scratch
@@ -219,6 +220,9 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx T
 		if tx, ok := e.pollEndpoint(now, free, buf); ok {
 			return tx, true
 		}
+	}
+	if tx, ok := e.pollEVAnswer(now, free, buf); ok {
+		return tx, true
 	}
 	// Round-robin over ready QPs. A QP that has nothing at all to send
 	// leaves the list; one that only waits for another port stays.

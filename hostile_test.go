@@ -129,6 +129,7 @@ func FuzzHandleDatagram(f *testing.F) {
 	}
 	f.Add([]byte{0x60}, uint8(1))
 	addAETHSeeds(f, pkts)
+	addEVProbeSeeds(f, pkts)
 	// One endpoint pair serves every input, so state left by one input
 	// meets the next: more hostile, and cheap enough to fuzz fast.
 	x := newTransfer(f, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
@@ -175,6 +176,49 @@ func addAETHSeeds(f *testing.F, pkts [][]byte) {
 			f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
 		}
 		return
+	}
+}
+
+// addEVProbeSeeds adds EV_PROBE endpoint requests and responses (and a
+// PORT_STATUS response) made from a captured SACK: the parse paths of EV
+// probes and their answers.
+func addEVProbeSeeds(f *testing.F, pkts [][]byte) {
+	for _, b := range pkts {
+		var p wire.Packet
+		if p.Decode(b) != nil || p.BTH.Opcode != wire.OpSACK {
+			continue
+		}
+		p.BTH.DestQP = wire.QPNEndpoint
+		p.BTH.Opcode = wire.OpEndpointRequest
+		p.EPReq = wire.EPRequest{Op: wire.EPEVProbe, TS: wire.TSETH{TxTimestamp: 7, FType: wire.TSETHFType}}
+		f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+		p.BTH.Opcode = wire.OpEndpointResponse
+		for _, op := range []wire.EndpointOp{wire.EPEVProbe, wire.EPPortStatusUpdate} {
+			p.EPResp = wire.EPResponse{Op: op, PortStatusMask: uint32(p.EV()), TxTimestamp: 7}
+			f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+		}
+		addProbeAnswerSeeds(f, b)
+		return
+	}
+}
+
+// addProbeAnswerSeeds adds, from captured SACK b, probe answers (pr=1)
+// naming PSNs around its cumulative point, and resource NACKs
+// (PSN_OOR_WINDOW, NO_RESOURCE): the parse paths of suspect probes and of
+// the requester's back-off.
+func addProbeAnswerSeeds(f *testing.F, b []byte) {
+	var p wire.Packet
+	if p.Decode(b) != nil {
+		return
+	}
+	for _, off := range []int16{-1, 0, 1, 64, -200} {
+		p.SACK.PR, p.SACK.AckPSNOffset = true, off
+		f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
+	}
+	p.BTH.Opcode = wire.OpNACK
+	for _, why := range []wire.NackReason{wire.NackPSNOORWindow, wire.NackNoResource, wire.NackNoBitmap} {
+		p.NACK = wire.NACK{Reason: why, Entropy: p.SACK.Entropy, NackPSN: p.SACK.CackPSN, CCType: wire.NACKDefaultCCType}
+		f.Add(wire.AppendPacket(nil, &p, nil), uint8(0))
 	}
 }
 

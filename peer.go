@@ -111,6 +111,10 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 	}
 	switch p.BTH.Opcode {
 	case wire.OpEndpointRequest:
+		if p.EPReq.Op == wire.EPEVProbe {
+			e.onEVProbe(now, pr, port, p)
+			return
+		}
 		if !pr.requests.take(now, portRequestsPerLossTimeout, e.cfg.LossTimeout) {
 			e.drop(now, &e.stats, 0, DropPortStatus)
 			return
@@ -129,8 +133,13 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 		pr.respond, pr.respondTS = true, p.EPReq.TS.TxTimestamp
 		e.epWork = true
 	case wire.OpEndpointResponse:
-		if pr.announce && pr.answers(p.EPResp.TxTimestamp) {
-			pr.announce = false
+		switch p.EPResp.Op {
+		case wire.EPEVProbe:
+			e.onEVProbeAnswer(now, pr, p)
+		case wire.EPPortStatusUpdate:
+			if pr.announce && pr.answers(p.EPResp.TxTimestamp) {
+				pr.announce = false
+			}
 		}
 	default:
 		e.drop(now, &e.stats, 0, DropNotMRC)

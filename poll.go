@@ -2,6 +2,7 @@ package mrc
 
 import (
 	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/wire"
@@ -32,12 +33,20 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 			return tx, pollSent
 		}
 	}
+	if i, ok := q.tx.suspectDue(now); ok && q.state == StateRTS {
+		if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
+			return q.tx.sendSuspectProbe(q, now, i, slot, buf), pollSent
+		}
+	}
 	if slot, ok := q.evs.NextProbe(now, mask); ok {
-		return q.writeProbe(now, slot, buf), pollSent
+		if q.probesByEndpoint() {
+			return q.writeEVProbe(now, slot, buf), pollSent
+		}
+		return q.writeProbe(now, slot, q.tx.una, buf), pollSent
 	}
 	if q.state == StateRTS {
 		s := &q.tx
-		if s.rtxReady(q) {
+		if s.rtxReady(q, now) {
 			if slot, ok := q.pickRetransmitEV(now, mask); ok {
 				return s.sendRetransmit(q, now, slot, buf), pollSent
 			}
@@ -62,10 +71,13 @@ func (q *QP) hasWork(now mtime.Time) bool {
 	if q.rx.ctrlPending() || q.evs.ProbeDue(now, up) {
 		return true
 	}
+	if _, ok := q.tx.suspectDue(now); ok && q.state == StateRTS && q.evs.Usable(up) {
+		return true
+	}
 	if q.state != StateRTS || !q.evs.Usable(up) {
 		return false
 	}
-	return q.tx.rtxReady(q) || q.tx.newReady(q)
+	return q.tx.rtxReady(q, now) || q.tx.newReady(q)
 }
 
 // pickCtrlEV chooses the EV for a control packet: the plane the packet it
@@ -80,19 +92,20 @@ func (q *QP) pickCtrlEV(now mtime.Time, plane int, mask uint32) (evset.Slot, boo
 	return q.evs.Pick(now, mask, q.ep.rng)
 }
 
-// writeProbe encodes a reliability probe on EV slot (digest §3.7).
-func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+// writeProbe encodes a reliability probe on EV slot naming PSN p (digest
+// §3.7): the answer's ack_psn_offset names p, and its bitmap covers p.
+func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) Transmit {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Data, wire.ECT0)
 	q.tx.probeID++
-	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpProbe, DestQP: q.remoteQPN, AckReq: true, PSN: uint32(q.tx.una)}
+	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpProbe, DestQP: q.remoteQPN, AckReq: true, PSN: uint32(p)}
 	pk.Probe = wire.Probe{ProbeID: q.tx.probeID, TS: wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}}
 	pk.PayloadLen = 0
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
-	q.tracePacket(now, trace.ProbeSent, q.tx.una, slot, 0, "")
+	q.tracePacket(now, trace.ProbeSent, p, slot, 0, "")
 	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: KindProbe}
 }
 

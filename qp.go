@@ -418,7 +418,7 @@ func (q *QP) onEVTransition(t evset.Transition) {
 	}
 	switch t.To {
 	case evset.Skip:
-		if t.From == evset.Good {
+		if t.From == evset.Good && t.Reason != evset.ReasonSuspect {
 			q.stats.EVSkips++
 		}
 		return

@@ -32,7 +32,9 @@ type trigger struct {
 	ts    uint16
 	ce    bool
 	probe bool
-	dup   bool // a duplicate that asked for an acknowledgement
+	dup   bool       // a duplicate that asked for an acknowledgement
+	timed bool       // ts is a real tx_timestamp (TSETH or PETH)
+	at    mtime.Time // when the packet arrived
 }
 
 type receiver struct {
@@ -79,8 +81,8 @@ type acks struct {
 	// probes, and of RoCE NAKs of protection errors: one for first
 	// transmissions, one for retransmissions (which confirm an error to
 	// the requester: onAETH).
-	trimNACKs, dupSACKs, probeSACKs budget
-	protNAKs, protNAKsRtx           budget
+	trimNACKs, dupSACKs, probeSACKs, oorNACKs budget
+	protNAKs, protNAKsRtx                     budget
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -119,7 +121,16 @@ func (r *receiver) onProbe(q *QP, now mtime.Time, port int, p *wire.Packet) {
 		a.probeRepeats = 0
 		r.suspectSACK(q, now, a.probeAnswer)
 	}
-	r.trig = trigger{ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true}
+	// The answer's ack_psn_offset names the PSN the probe carries (the
+	// requester's oldest unacknowledged one), so that the requester reads
+	// from cack_psn whether that PSN has arrived.
+	// A probe naming a PSN that is already here means the SACK that
+	// reported it was lost, as a retransmission of it would
+	// (suspectReverse; the requester probes before it resends).
+	if n := psn.PSN(p.BTH.PSN); n.Less(r.win.Next()) || r.win.Has(n) {
+		r.suspectReverse(q, now, n)
+	}
+	r.trig = trigger{psn: psn.PSN(p.BTH.PSN), ev: ev, port: port, ts: p.Probe.TS.TxTimestamp, ce: ceOf(p), probe: true, timed: true, at: now}
 	a.probeAnswer = a.sackSeq
 	r.flushSACK(q, true)
 }
@@ -226,8 +237,9 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	case op == wire.OpSACK && q.state == StateRTS:
 		q.tx.onSACK(q, now, port, &p.SACK)
 	case op == wire.OpSACK && p.SACK.PR:
-		// A QP that only receives still probes the EVs its SACKs
-		// travel on (suspectReverse retires them).
+		// The answer to a reliability probe of a QP that does not
+		// send (it probes with EV probes since, evprobe.go, but an
+		// answer may be in flight when it changes state).
 		q.stats.SACKsReceived++
 		q.pathFeedback(now, &p.SACK)
 	case op == wire.OpNACK && q.state == StateRTS:
@@ -262,12 +274,13 @@ func ceOf(p *wire.Packet) bool {
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
-	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p)}
+	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, at: now}
 	dscp := p.IP.DSCP()
 	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
 	if d >= r.win.Size() {
 		q.ep.drop(now, &q.stats, q.qpn, DropOutOfWindow)
+		q.nackOutOfWindow(now, t0, p, phantom, trimmed)
 		return
 	}
 	fresh := d >= 0 && !r.win.Has(n)
@@ -429,6 +442,28 @@ func (q *QP) nakProtection(now mtime.Time, t0 trigger, why DropReason, msn uint1
 	q.ep.markReady(q)
 }
 
+// oorNACKsPerRTT bounds the PSN_OOR_WINDOW NACKs a QP sends per RTT. One
+// is enough: the requester takes every PSN from the NACKed one onwards out
+// of flight and shrinks its window (onNACK).
+const oorNACKsPerRTT = 2
+
+// nackOutOfWindow answers a packet beyond the tracking window with a
+// PSN_OOR_WINDOW NACK (digest §3.3), so that the requester backs off
+// instead of timing the packet out and blaming its EV. Only a packet
+// whose key and address checks pass is answered, at most oorNACKsPerRTT
+// times per RTT: like every answer, it must not amplify a forgery.
+func (q *QP) nackOutOfWindow(now mtime.Time, t0 trigger, p *wire.Packet, phantom, trimmed bool) {
+	if _, _, why := q.placement(p, phantom, trimmed, false); why != dropNone {
+		return
+	}
+	r := &q.rx
+	if !q.allowAnswer(now, &r.ack().oorNACKs, oorNACKsPerRTT) {
+		return
+	}
+	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, reason: wire.NackPSNOORWindow})
+	q.ep.markReady(q)
+}
+
 // recvTrimmed NACKs a trimmed header at once, so that the requester
 // resends in about one RTT (digest §3.6, §3.9), unless its PSN is already
 // here or the QP's trim NACKs for this RTT are spent.
@@ -528,13 +563,14 @@ func (r *receiver) reports(base, n psn.PSN) bool {
 }
 
 // flushSACK queues a SACK for the pending PSNs, reflecting r.trig. A SACK
-// answering a duplicate (r.trig.dup) names the duplicate's PSN: its bitmap
-// starts there when the cumulative point is 64 PSNs or more behind.
+// answering a duplicate (r.trig.dup) or a probe names the PSN it carries:
+// its bitmap starts there when the cumulative point is 64 PSNs or more
+// behind, so the answer says whether that PSN arrived.
 func (r *receiver) flushSACK(q *QP, probe bool) {
 	next := r.win.Next()
 	cack := next.Add(-1)
 	base := r.sackBase()
-	if r.trig.dup && !r.reports(base, r.trig.psn) {
+	if (r.trig.dup || probe) && !r.reports(base, r.trig.psn) {
 		base = r.trig.psn
 	}
 	m := wire.SackNone
@@ -552,6 +588,8 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		bitmap:  r.win.Bitmap(base),
 		ev:      r.trig.ev,
 		ts:      r.trig.ts,
+		timed:   r.trig.timed,
+		at:      r.trig.at,
 		m:       m,
 		probe:   probe,
 		ooo:     uint16(min(r.win.Ahead(), 1<<15-1)),
@@ -578,6 +616,8 @@ type ctrlPkt struct {
 	bitmap  uint64
 	ev      uint32
 	ts      uint16
+	timed   bool          // ts is a tx_timestamp: add the hold time (holdStamp)
+	at      mtime.Time    // when the trigger arrived
 	m       wire.SackMode // a NACK's CE flag is m == SackSkipOnce
 	probe   bool
 	ooo     uint16
@@ -629,6 +669,18 @@ func (c *ctrlQueue) pop() {
 
 func (c *ctrlQueue) clear() { c.head, c.size = 0, 0 }
 
+// holdStamp returns the tx_timestamp a SACK reflects: the trigger's, plus
+// the time the responder held the SACK since the trigger arrived
+// (coalescing, the control queue), in the same 128 ns units. The requester
+// subtracts the reflected stamp from its clock, so its RTT sample excludes
+// the hold, as UET's SVC_TIME makes it (docs/spec-gaps.md row 34).
+func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
+	if !c.timed {
+		return c.ts
+	}
+	return c.ts + timestamp(now) - timestamp(c.at)
+}
+
 // writeCtrl encodes control packet c on EV slot into buf.
 func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) Transmit {
 	e := q.ep
@@ -648,7 +700,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			SackOffset:   c.sackOff,
 			SackBitmap:   c.bitmap,
 			CC: wire.CCState{
-				TxTimestamp: c.ts,
+				TxTimestamp: c.holdStamp(now),
 				OOOCount:    c.ooo,
 				RC:          c.restore,
 				RcvCwndPen:  c.pen,

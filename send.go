@@ -23,6 +23,7 @@ const (
 	pktInFlight       // sent, no news yet
 	pktLost           // NACKed or timed out; queued for retransmission
 	pktAcked          // acknowledged (in a bitmap, or cumulatively)
+	pktHeld           // timed out on a suspect EV: neither in flight nor queued (suspect)
 )
 
 // noPSN ends the loss list; it is not a 24-bit value.
@@ -64,15 +65,16 @@ type wqe struct {
 }
 
 type sender struct {
-	una, nxt psn.PSN // oldest unacknowledged PSN, next new PSN
-	postPSN  psn.PSN // first PSN of the next posted WRITE
-	window   int     // the peer's tracking window (MPR×128 PSNs)
-	ring     []txPkt // records of [una, nxt), at psn&mask; grows on demand
-	mask     int
-	lossHead psn.PSN
-	lossTail psn.PSN
-	rtxq     fifo.Queue[psn.PSN] // PSNs awaiting retransmission
-	inflight int                 // payload bytes in flight
+	una, nxt  psn.PSN // oldest unacknowledged PSN, next new PSN
+	postPSN   psn.PSN // first PSN of the next posted WRITE
+	window    int     // PSNs the peer tracks: its SACKs' MPR×128, at most maxWindow
+	maxWindow int     // the configured MPR×128 PSNs
+	ring      []txPkt // records of [una, nxt), at psn&mask; grows on demand
+	mask      int
+	lossHead  psn.PSN
+	lossTail  psn.PSN
+	rtxq      fifo.Queue[psn.PSN] // PSNs awaiting retransmission
+	inflight  int                 // payload bytes in flight
 
 	wqes    []wqe  // ring by sequence number; grows up to sqDepth
 	sqDepth int    // most WRITEs posted and not completed
@@ -95,14 +97,46 @@ type sender struct {
 
 	probeID uint16
 	noTrim  bool // data goes out with DSCP.NoTrim (RTSAttr.NoTrim)
+
+	// Back-off after resource NACKs (onResourceNACK): no retransmission
+	// before rtxHold; backoffs counts such NACKs since the last progress.
+	rtxHold  mtime.Time
+	backoffs int
+
+	suspects []suspect // at most one per EV; allocated at the first loss timeout
 }
+
+// suspect is an EV whose packet psn timed out (digest §3.7: probes
+// "refresh ack state when SACKs may have been lost"). Rather than retire
+// it at once, the requester rests it and holds its timed-out packets while
+// reliability probes on other EVs name psn; the answer says whether psn
+// arrived (docs/spec-gaps.md row 36). One probe is outstanding per suspect
+// at a time.
+type suspect struct {
+	slot     evset.Slot
+	psn      psn.PSN
+	tries    int
+	awaiting bool       // a probe is out
+	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
+	used     bool
+}
+
+const (
+	// suspectTries is how many probes in a row may go unanswered before
+	// the suspect is retired anyway. A probe travels another EV, so a dead
+	// suspect is known from the first answer; only lost answers repeat
+	// it: with 30% of SACKs lost, twelve in a row happen 5e-7 of the
+	// time.
+	suspectTries = 12
+)
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
 	*s = sender{
 		una:          psn.PSN(a.SendPSN),
 		nxt:          psn.PSN(a.SendPSN),
 		postPSN:      psn.PSN(a.SendPSN),
-		window:       a.MPR * 128,
+		window:       a.MPR * wire.MPRUnit,
+		maxWindow:    a.MPR * wire.MPRUnit,
 		lossHead:     noPSN,
 		lossTail:     noPSN,
 		wqes:         make([]wqe, 4),
@@ -207,18 +241,29 @@ func (s *sender) newReady(q *QP) bool {
 	return s.fits(q, segSize(w, s.seg, q.ep.cfg.MTU))
 }
 
-// rtxReady reports whether a retransmission could go out now, ports aside.
-func (s *sender) rtxReady(q *QP) bool {
-	for {
-		p, ok := s.rtxq.Peek()
-		if !ok {
-			return false
-		}
-		if p.InWindow(s.una, s.nxt.Sub(s.una)) && s.rec(p).state == pktLost {
+// rtxReady reports whether a retransmission could go out at now, ports
+// aside.
+func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
+	if now < s.rtxHold {
+		return false
+	}
+	// PSNs beyond the peer's window (after PSN_OOR_WINDOW) wait at the
+	// back of the queue until the window reaches them; each is looked
+	// at once per call.
+	for skipped := 0; skipped < s.rtxq.Len(); {
+		p, _ := s.rtxq.Peek()
+		switch {
+		case !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state != pktLost:
+			s.rtxq.Pop() // acknowledged since it was queued
+		case p.Sub(s.una) >= s.window:
+			s.rtxq.Pop()
+			s.rtxq.Push(p)
+			skipped++
+		default:
 			return s.fits(q, s.rec(p).size)
 		}
-		s.rtxq.Pop() // acknowledged since it was queued
 	}
+	return false
 }
 
 // sendNew writes the next new data packet on EV slot.
@@ -384,6 +429,7 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 		if r.rtx == 0 {
 			q.stats.SpuriousRetrans++ // declared lost, yet the original arrived
 		}
+	case pktHeld:
 	default:
 		return 0
 	}
@@ -402,11 +448,12 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	}
 	inFlight := func(p psn.PSN) bool { return p.InWindow(s.una, s.nxt.Sub(s.una)) }
 
-	// RTT from the packet that triggered the SACK, if sent only once.
+	// RTT from the packet that triggered the SACK, if sent only once (a
+	// probe's answer names a PSN the probe did not carry: no sample).
 	var rtt time.Duration
 	if q.ep.cfg.Timestamps {
 		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
-	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) {
+	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) && !sk.PR {
 		if r := s.rec(trig); r.state == pktInFlight && r.rtx == 0 {
 			rtt = now.Sub(r.sentAt)
 		}
@@ -432,6 +479,12 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		s.una = s.una.Add(1)
 	}
 
+	if sk.MPR > 0 {
+		// Never send beyond the window the peer advertises (digest
+		// §3.3, Dynamic MPR).
+		s.window = min(s.maxWindow, int(sk.MPR)*wire.MPRUnit)
+	}
+	s.resolveSuspects(q, now, sk.PR, cack.Add(int(sk.AckPSNOffset)))
 	q.pathFeedback(now, sk)
 	cwnd := q.cc.Window()
 	q.cc.OnAck(now, cc.Ack{
@@ -444,7 +497,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	})
 	q.traceCwnd(now, cwnd)
 	if newly > 0 {
-		s.retries = 0
+		s.retries, s.backoffs = 0, 0
 		s.lastProgress = now
 		s.complete(q, now)
 	}
@@ -589,11 +642,38 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		}
 		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:
-		// The responder ran out of resources: send again, and back off
-		// as for a loss, but the path is not to blame.
-		q.cc.OnLoss(now, int(r.size))
+		s.onResourceNACK(q, now, p, nk.Reason)
 	}
 	q.ep.markReady(q)
+}
+
+// onResourceNACK backs off after a NACK saying the responder could not
+// take PSN p (NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE, PSN_OOR_WINDOW;
+// docs/spec-gaps.md row 16). The path is not to blame. p
+// is already queued for retransmission, but nothing is resent before one
+// RTT has passed, doubling with each such NACK until progress resumes;
+// the congestion window shrinks as for a loss. PSN_OOR_WINDOW also says
+// the peer's window ends before p: every PSN from p on that is still in
+// flight is taken out of flight too (the responder answers only a few
+// per RTT, and the rest must not time out and blame their EVs), and the
+// window shrinks until the peer's next SACK advertises its MPR.
+func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackReason) {
+	q.cc.OnLoss(now, int(s.rec(p).size))
+	if why == wire.NackPSNOORWindow {
+		beyond := p.Sub(s.una)
+		for l := s.lossHead; l != noPSN; {
+			next := s.rec(l).next
+			if l.Sub(s.una) > beyond {
+				s.requeue(l)
+			}
+			l = next
+		}
+		s.window = max(wire.MPRUnit, min(s.window, beyond))
+	}
+	hold := max(q.ep.cfg.BaseRTT, s.srtt) << min(s.backoffs, 6)
+	s.backoffs++
+	s.rtxHold = max(s.rtxHold, now.Add(hold))
+	q.timerDirty = true
 }
 
 // nakError returns the error a RoCE NAK with AETH syndrome syn names, or
@@ -661,6 +741,14 @@ func (s *sender) deadline(q *QP) mtime.Time {
 	if s.wqeHead != s.wqeTail {
 		t = mtime.Min(t, s.lastProgress.Add(s.retryInterval()))
 	}
+	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
+		t = mtime.Min(t, s.rtxHold)
+	}
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && sp.awaiting {
+			t = mtime.Min(t, sp.at)
+		}
+	}
 	return t
 }
 
@@ -684,8 +772,11 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if r.sentAt.Add(to) > now {
 			break
 		}
-		s.requeue(p)
 		q.stats.LossTimeouts++
+		if s.holdSuspect(q, now, p) {
+			continue
+		}
+		s.requeue(p)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
@@ -694,6 +785,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		q.cc.OnLoss(now, int(r.size))
 		q.traceCwnd(now, cwnd)
 	}
+	s.expireSuspects(q, now)
 	if s.wqeHead != s.wqeTail && now >= s.lastProgress.Add(s.retryInterval()) {
 		s.retries++
 		q.stats.RetryTimeouts++
@@ -708,6 +800,11 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 // planeDown takes every packet in flight on plane out of flight for
 // retransmission elsewhere, without blaming its EV: the port is down.
 func (s *sender) planeDown(q *QP, plane int) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && q.evs.Plane(sp.slot) == plane {
+			s.release(q, q.now, i, false)
+		}
+	}
 	for p := s.lossHead; p != noPSN; {
 		r := s.rec(p)
 		next := r.next
@@ -731,6 +828,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 	s.wqeSend, s.seg = s.wqeTail, 0
 	s.lossHead, s.lossTail, s.inflight = noPSN, noPSN, 0
 	s.rtxq.Clear()
+	clear(s.suspects)
 }
 
 // traceCwnd traces the congestion window if it changed from before.
@@ -740,4 +838,132 @@ func (q *QP) traceCwnd(now mtime.Time, before int) {
 			t.Trace(&trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}
+}
+
+// holdSuspect holds p, whose loss timer expired, if its EV is or can
+// become a suspect, and reports whether it did. Oblivious spraying, a
+// plane that is down and an EV already out of service take the old way:
+// resend and retire.
+func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
+	r := s.rec(p)
+	if q.evp.Oblivious || !q.evs.PlaneUp(q.evs.Plane(r.slot)) {
+		return false
+	}
+	i := s.suspectOf(r.slot)
+	if i < 0 {
+		if !q.evs.Suspect(now, r.slot) {
+			return false
+		}
+		i = s.freeSuspect()
+		s.suspects[i] = suspect{slot: r.slot, psn: p, at: now, used: true}
+		q.ep.markReady(q)
+	}
+	s.unlinkLoss(p)
+	s.inflight -= int(r.size)
+	r.state = pktHeld
+	return true
+}
+
+func (s *sender) suspectOf(slot evset.Slot) int {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && sp.slot == slot {
+			return i
+		}
+	}
+	return -1
+}
+
+// freeSuspect returns an unused entry of the suspect table, growing it
+// when there is none (a QP has fewer suspects than EVs).
+func (s *sender) freeSuspect() int {
+	for i := range s.suspects {
+		if !s.suspects[i].used {
+			return i
+		}
+	}
+	s.suspects = append(s.suspects, suspect{})
+	return len(s.suspects) - 1
+}
+
+// suspectDue returns a suspect whose next probe is due at now.
+func (s *sender) suspectDue(now mtime.Time) (int, bool) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && !sp.awaiting && sp.at <= now {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// sendSuspectProbe writes suspect i's probe on EV slot, another EV than
+// the suspect's when one is usable: it names the held PSN.
+func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte) Transmit {
+	sp := &s.suspects[i]
+	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
+	sp.tries++
+	return q.writeProbe(now, slot, sp.psn, buf)
+}
+
+// resolveSuspects applies a SACK to the suspects: one whose held PSN it
+// acknowledges was healthy (only its SACK was lost); one whose PSN a
+// probe's answer names (trig) and does not acknowledge lost the packet.
+func (s *sender) resolveSuspects(q *QP, now mtime.Time, probeAnswer bool, trig psn.PSN) {
+	for i := range s.suspects {
+		sp := &s.suspects[i]
+		if !sp.used {
+			continue
+		}
+		switch {
+		case !sp.psn.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(sp.psn).state == pktAcked:
+			s.release(q, now, i, false)
+		case probeAnswer && trig == sp.psn:
+			s.release(q, now, i, true)
+		}
+	}
+}
+
+// expireSuspects fails every suspect probe whose answer is overdue: the
+// next goes out at once, up to suspectTries, then the EV is retired.
+func (s *sender) expireSuspects(q *QP, now mtime.Time) {
+	for i := range s.suspects {
+		sp := &s.suspects[i]
+		if !sp.used || !sp.awaiting || sp.at > now {
+			continue
+		}
+		sp.awaiting = false
+		if sp.tries >= suspectTries {
+
+			s.release(q, now, i, true)
+			continue
+		}
+		q.ep.markReady(q)
+	}
+}
+
+// release ends suspect i. A lost packet (lost) retires the EV, as an
+// untrimmed loss does (digest §3.5), and shrinks the window; otherwise
+// the EV is Good again. Either way its held packets not acknowledged are
+// queued for retransmission.
+func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
+	sp := s.suspects[i]
+	s.suspects[i] = suspect{}
+	q.evs.Unsuspect(now, sp.slot)
+	if lost {
+		q.retirePath(now, sp.slot)
+	}
+	cwnd := q.cc.Window()
+	for p := s.una; p != s.nxt; p = p.Add(1) {
+		r := s.rec(p)
+		if r.state != pktHeld || r.slot != sp.slot {
+			continue
+		}
+		r.state = pktLost
+		s.rtxq.Push(p)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		if lost {
+			q.cc.OnLoss(now, int(r.size))
+		}
+	}
+	q.traceCwnd(now, cwnd)
+	q.ep.markReady(q)
 }

@@ -31,43 +31,114 @@ import (
 //	events                                          both sides' events
 func TestSACKTranscript(t *testing.T) {
 	var d *duo
-	golden.Run(t, "testdata/sack.txt", func(t *testing.T, c golden.Cmd) string {
-		switch c.Verb {
-		case "setup":
-			d = newDuo(t, c)
-			return ""
-		case "write":
-			return d.write(t, c.Int(t, "bytes", 1024), c.Has("imm"))
-		case "tx":
-			return d.tx(side(c.Str("from", "A")))
-		case "run":
-			// Exchange packets until both sides are quiet.
-			var out []string
-			for range 100 {
-				a := d.tx(0)
-				d.deliver(t, golden.Cmd{})
-				b := d.tx(1)
-				d.deliver(t, golden.Cmd{})
-				if a == "" && b == "" {
-					break
-				}
-				out = append(out, a, b)
+	golden.Run(t, "testdata/sack.txt", func(t *testing.T, c golden.Cmd) string { return d.run(t, c, &d) })
+}
+
+// TestTranscripts replays the failure transcripts with the verbs of
+// TestSACKTranscript, plus:
+//
+//	setup ... loss=DURATION linear=N exp=N timeout=N  the loss timer and the retry budget (RTSAttr)
+//	setup ... ts sackdelay=DURATION                 TSETH timestamps; the SACK coalescing delay
+//	write ... rkey=bad                              A names a key B never registered
+//	port side=A|B port=N up|down                    a local port's link state changes
+//	advance d=DURATION                              time passes; each timer fires at its deadline
+//	deliver ... lose=KIND,..                        packets of these kinds are lost: probe, sack,
+//	                                                nack, ack, ep (endpoint ops), data, or pN
+//	                                                (every packet sent on port N)
+//	clock                                           the virtual time
+//	state                                           both QPs' states and EV counts
+//	rtt                                             A's smoothed RTT
+func TestTranscripts(t *testing.T) {
+	for _, name := range []string{"loss", "portdown", "qperror", "probe", "rtt"} {
+		t.Run(name, func(t *testing.T) {
+			var d *duo
+			golden.Run(t, "testdata/"+name+".txt", func(t *testing.T, c golden.Cmd) string { return d.run(t, c, &d) })
+		})
+	}
+}
+
+// run executes one transcript command; setup replaces *dp.
+func (d *duo) run(t *testing.T, c golden.Cmd, dp **duo) string {
+	switch c.Verb {
+	case "setup":
+		*dp = newDuo(t, c)
+		return ""
+	case "write":
+		return d.write(t, c.Int(t, "bytes", 1024), c.Has("imm"), c.Str("rkey", "") == "bad")
+	case "tx":
+		return d.tx(side(c.Str("from", "A")))
+	case "run":
+		// Exchange packets until both sides are quiet.
+		var out []string
+		for range 100 {
+			a := d.tx(0)
+			d.deliver(t, golden.Cmd{})
+			b := d.tx(1)
+			d.deliver(t, golden.Cmd{})
+			if a == "" && b == "" {
+				break
 			}
-			return strings.Join(slices.DeleteFunc(out, func(s string) bool { return s == "" }), "\n")
-		case "deliver":
-			return d.deliver(t, c)
-		case "tick":
-			d.now = d.now.Add(c.Duration(t, "d", 0))
-			for _, ep := range d.eps {
+			out = append(out, a, b)
+		}
+		return strings.Join(slices.DeleteFunc(out, func(s string) bool { return s == "" }), "\n")
+	case "deliver":
+		return d.deliver(t, c)
+	case "tick":
+		d.now = d.now.Add(c.Duration(t, "d", 0))
+		for _, ep := range d.eps {
+			ep.HandleTimeout(d.now)
+		}
+		return ""
+	case "advance":
+		d.advance(t, d.now.Add(c.Duration(t, "d", 0)))
+		return ""
+	case "port":
+		s := side(c.Str("side", "A"))
+		if err := d.eps[s].SetPortUp(d.now, c.Int(t, "port", 0), !c.Has("down")); err != nil {
+			return "error: " + err.Error()
+		}
+		return ""
+	case "clock":
+		return fmt.Sprintf("t=%v", time.Duration(d.now))
+	case "state":
+		var out []string
+		for s, q := range d.qps {
+			n := q.EVCounts(d.now)
+			line := fmt.Sprintf("%s: %v good=%d skip=%d bad=%d denied=%d", sideName[s], q.State(), n[0], n[1], n[2], n[3])
+			if q.Err() != nil {
+				line += " err=" + q.Err().Error()
+			}
+			out = append(out, line)
+		}
+		return strings.Join(out, "\n")
+	case "rtt":
+		return fmt.Sprintf("A: srtt=%v", d.qps[0].SmoothedRTT())
+	case "events":
+		return d.events()
+	}
+	t.Fatalf("line %d: unknown verb %q", c.Line, c.Verb)
+	return ""
+}
+
+// advance moves the clock to end, firing each endpoint's timers at their
+// own deadlines on the way.
+func (d *duo) advance(t *testing.T, end mtime.Time) {
+	for i := 0; ; i++ {
+		if i == 100000 {
+			t.Fatalf("timers keep firing at %v", time.Duration(d.now))
+		}
+		next := mtime.Min(d.eps[0].NextTimeout(), d.eps[1].NextTimeout())
+		if next > end {
+			break
+		}
+		d.now = max(d.now, next)
+		for _, ep := range d.eps {
+			if ep.NextTimeout() <= d.now {
 				ep.HandleTimeout(d.now)
 			}
-			return ""
-		case "events":
-			return d.events()
 		}
-		t.Fatalf("line %d: unknown verb %q", c.Line, c.Verb)
-		return ""
-	})
+	}
+	d.now = end
 }
 
 func side(s string) int {
@@ -109,7 +180,8 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 		for p := range ports {
 			ports[p] = addr(s, p)
 		}
-		ep, err := mrc.NewEndpoint(mrc.Config{Ports: ports, MTU: mtu, Seed: uint64(s + 1), SackEvery: c.Int(t, "sack", 4)})
+		ep, err := mrc.NewEndpoint(mrc.Config{Ports: ports, MTU: mtu, Seed: uint64(s + 1), SackEvery: c.Int(t, "sack", 4),
+			LossTimeout: c.Duration(t, "loss", 0), SackDelay: c.Duration(t, "sackdelay", 0), Timestamps: c.Has("ts")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +205,8 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 		if err := d.qps[s].ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: d.qps[o].QPN(), Remote: remote, RecvPSN: 100}); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.qps[s].ReadyToSend(0, mrc.RTSAttr{SendPSN: 100}); err != nil {
+		rts := mrc.RTSAttr{SendPSN: 100, Timeout: c.Int(t, "timeout", 0), RetryLinear: c.Int(t, "linear", 0), RetryExp: c.Int(t, "exp", 0)}
+		if err := d.qps[s].ReadyToSend(0, rts); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,14 +221,18 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 	return d
 }
 
-func (d *duo) write(t *testing.T, n int, imm bool) string {
+func (d *duo) write(t *testing.T, n int, imm, badKey bool) string {
 	if imm {
 		if err := d.qps[1].PostRecv(d.off); err != nil {
 			t.Fatal(err)
 		}
 	}
+	remote := d.mrs[1]
+	if badKey {
+		remote.Key ^= 0x5a5a
+	}
 	err := d.qps[0].PostWrite(d.now, mrc.WriteRequest{ID: d.off, Local: d.mrs[0], LocalOffset: d.off,
-		Remote: d.mrs[1], RemoteOffset: d.off, Length: uint64(n), WithImm: imm, Imm: uint32(d.off)})
+		Remote: remote, RemoteOffset: d.off, Length: uint64(n), WithImm: imm, Imm: uint32(d.off)})
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -205,7 +282,13 @@ func (d *duo) describe(from int, pkt []byte) string {
 	case op == wire.OpNACK:
 		s = fmt.Sprintf("NACK %v psn=%d %s", p.NACK.Reason, p.NACK.NackPSN, ev(p.NACK.Entropy))
 	case op == wire.OpProbe:
-		s = fmt.Sprintf("PROBE id=%d %s", p.Probe.ProbeID, ev(p.EV()))
+		s = fmt.Sprintf("PROBE id=%d psn=%d %s", p.Probe.ProbeID, b.PSN, ev(p.EV()))
+	case op == wire.OpAck:
+		s = fmt.Sprintf("ACKNOWLEDGE psn=%d syndrome=%#x %s", b.PSN, p.AETH.Syndrome, ev(p.EV()))
+	case op == wire.OpEndpointRequest:
+		s = fmt.Sprintf("ENDPOINT_REQUEST %v up=%#x %s", p.EPReq.Op, p.EPReq.PortStatusMask, ev(p.EV()))
+	case op == wire.OpEndpointResponse:
+		s = fmt.Sprintf("ENDPOINT_RESPONSE %v up=%#x %s", p.EPResp.Op, p.EPResp.PortStatusMask, ev(p.EV()))
 	default:
 		s = op.String()
 	}
@@ -248,6 +331,7 @@ func psnList(t *testing.T, c golden.Cmd, key string) []uint32 {
 
 func (d *duo) deliver(t *testing.T, c golden.Cmd) string {
 	drop, trim, last, ce, dup := psnList(t, c, "drop"), psnList(t, c, "trim"), psnList(t, c, "lasthop"), psnList(t, c, "ce"), psnList(t, c, "dup")
+	lose := strings.Split(c.Str("lose", ""), ",")
 	pkts := d.wire
 	d.wire = nil
 	if c.Has("reverse") {
@@ -267,6 +351,9 @@ func (d *duo) deliver(t *testing.T, c golden.Cmd) string {
 		case data && slices.Contains(drop, psn):
 			out = append(out, fmt.Sprintf("dropped psn=%d", psn))
 			continue
+		case slices.Contains(lose, kindOf(p.BTH.Opcode)) || slices.Contains(lose, fmt.Sprintf("p%d", w.port)):
+			out = append(out, "lost "+sideName[w.from]+"→"+sideName[1-w.from]+" "+d.describe(w.from, w.buf))
+			continue
 		case data && slices.Contains(trim, psn):
 			buf, _ = wire.Trim(buf, mrc.DefaultDSCP.Trimmed)
 		case data && slices.Contains(last, psn):
@@ -282,6 +369,25 @@ func (d *duo) deliver(t *testing.T, c golden.Cmd) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// kindOf names an opcode's kind for deliver's lose=.
+func kindOf(op wire.Opcode) string {
+	switch {
+	case op.IsData():
+		return "data"
+	case op == wire.OpProbe:
+		return "probe"
+	case op == wire.OpSACK:
+		return "sack"
+	case op == wire.OpNACK:
+		return "nack"
+	case op == wire.OpAck:
+		return "ack"
+	case op == wire.OpEndpointRequest, op == wire.OpEndpointResponse:
+		return "ep"
+	}
+	return "other"
 }
 
 func (d *duo) events() string {
@@ -300,6 +406,7 @@ func (d *duo) events() string {
 				line += fmt.Sprintf(" wr=%d bytes=%d imm=%d", ev.WRID, ev.Bytes, ev.Imm)
 			case mrc.EventEVState:
 				line += fmt.Sprintf(" ev=%d/p%d/%d %v->%v (%v)", ev.EV>>16&0x3fff, ev.Plane, mrc.EVPath(ev.EV), ev.From, ev.To, ev.Reason)
+			case mrc.EventQPError: // Err follows
 			default:
 				line = sideName[s] + ": " + ev.String()
 			}

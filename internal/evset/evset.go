@@ -59,6 +59,7 @@ const (
 	ReasonSkipEnded                // the SKIP period ran out
 	ReasonProbes                   // enough probes succeeded
 	ReasonAdmin                    // the controller denied or allowed it
+	ReasonSuspect                  // a packet's loss timer expired: resting while a probe asks
 )
 
 func (r Reason) String() string {
@@ -77,6 +78,8 @@ func (r Reason) String() string {
 		return "probes"
 	case ReasonAdmin:
 		return "admin"
+	case ReasonSuspect:
+		return "suspect"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
@@ -416,7 +419,33 @@ func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 		e.skipUntil = now.Add(s.cfg.Skip)
 		s.notify(slot, Good, Skip, why, -1)
 	case Skip:
-		e.skipUntil = now.Add(s.cfg.Skip)
+		e.skipUntil = max(e.skipUntil, now.Add(s.cfg.Skip)) // a suspect rests on
+	}
+}
+
+// Suspect rests a Good or Skip EV with no end (state Skip, which the
+// controller API does not report) while the caller finds out whether a
+// packet it carried was lost; Unsuspect or OnBad ends the rest. It
+// reports whether the EV now rests so.
+func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
+	e := &s.evs[slot]
+	switch s.settle(slot, now) {
+	case Good:
+		e.state, e.skipUntil = Skip, mtime.Never
+		s.notify(slot, Good, Skip, ReasonSuspect, -1)
+		return true
+	case Skip:
+		e.skipUntil = mtime.Never
+		return true
+	}
+	return false
+}
+
+// Unsuspect ends the rest Suspect began: the EV is Good again.
+func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
+	if e := &s.evs[slot]; e.state == Skip && e.skipUntil == mtime.Never {
+		e.skipUntil = now
+		s.settle(slot, now)
 	}
 }
 

@@ -282,3 +282,36 @@ func checkInvariants(t *testing.T, s *Set, now mtime.Time, seed uint64, step int
 		}
 	}
 }
+
+// TestSuspectRestsUntilCleared: a suspect EV rests with no end, through
+// an ECN rest that would otherwise end it, is never picked while another
+// EV is Good, and is Good again at Unsuspect; OnBad retires it from there.
+func TestSuspectRestsUntilCleared(t *testing.T) {
+	s, err := New(Config{Planes: 1, ActivePerPlane: 2, Skip: 10}, []uint32{10, 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := xrand.New(1)
+	if !s.Suspect(0, 0) {
+		t.Fatal("a Good EV could not become a suspect")
+	}
+	s.OnSkip(5, 0, ReasonECN)
+	for now := mtime.Time(0); now < 1000; now += 7 {
+		if sl, _ := s.Pick(now, 1, pr); sl == 0 {
+			t.Fatalf("suspect picked at %d", now)
+		}
+		if st := s.State(0, now); st != Skip {
+			t.Fatalf("suspect in %v at %d, want SKIP", st, now)
+		}
+	}
+	s.Unsuspect(1000, 0)
+	if st := s.State(0, 1000); st != Good {
+		t.Fatalf("after Unsuspect: %v, want GOOD", st)
+	}
+	if !s.Suspect(1001, 0) || !s.OnBad(1002, 0, ReasonLoss) || s.State(0, 1002) != AssumedBad {
+		t.Fatal("a suspect could not be retired")
+	}
+	if s.Suspect(1003, 0) {
+		t.Fatal("a retired EV became a suspect")
+	}
+}

@@ -33,6 +33,9 @@ type Config struct {
 	MTU            int // default 4096
 	// StartPSN is the first PSN of both directions (default 100).
 	StartPSN uint32
+	// MPRDest is each responder's tracking window in units of 128 PSNs
+	// (mrc.RTRAttr.MPRDest; default 8).
+	MPRDest int
 
 	// Per-packet injectors, as probabilities in [0,1]. They apply to
 	// data packets unless noted.
@@ -202,7 +205,7 @@ func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool) (qa, qb *m
 		if n.cfg.Encap != mrc.EncapPlain {
 			paths = Paths(o)
 		}
-		if err = qs[s].ReadyToReceive(n.now, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote, Paths: paths, RecvPSN: n.cfg.StartPSN}); err != nil {
+		if err = qs[s].ReadyToReceive(n.now, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote, Paths: paths, RecvPSN: n.cfg.StartPSN, MPRDest: n.cfg.MPRDest}); err != nil {
 			return nil, nil, err
 		}
 		if s == B && !bSends {

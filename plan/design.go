@@ -131,6 +131,11 @@ type Design struct {
 	// Partial is set when the last T0 of each plane is partly filled.
 	Partial *PartialT0 `json:"partial_t0,omitempty"`
 
+	// Power is the design's power draw; Reliability its components and
+	// expected failures per day.
+	Power       Power       `json:"power"`
+	Reliability Reliability `json:"reliability"`
+
 	// Notes are human-readable remarks about this size: a partial T0, or
 	// tiers that carry no traffic yet.
 	Notes []string `json:"notes,omitempty"`
@@ -168,7 +173,7 @@ func Build(p Params, tiers int) (Design, error) {
 	}
 
 	if p.GPUs <= p.Radix {
-		return singleSwitch(p, tiers), nil
+		return withEnergy(singleSwitch(p, tiers), p), nil
 	}
 	r, h, n := p.Radix, p.Radix/2, p.GPUs
 	var pl Tally
@@ -231,7 +236,7 @@ func Build(p Params, tiers int) (Design, error) {
 			"all %s GPUs fit in one pod%s: the T2 tier is counted so the fabric can grow, but carries no traffic at this size (a lost T1-T2 link costs nothing); --tiers 2 plans the fabric without it",
 			count(n), perPlane))
 	}
-	return d, nil
+	return withEnergy(d, p), nil
 }
 
 // singleSwitch plans GPUs ≤ R as one switch per plane with every port
@@ -391,6 +396,10 @@ type Comparison struct {
 	// designs fit.
 	Switches *Ratio `json:"switches,omitempty"`
 	Optics   *Ratio `json:"optics,omitempty"`
+	// FabricPower (kW), TransceiversPerGPU and FailuresPerDay likewise.
+	FabricPower        *FloatRatio `json:"fabric_power,omitempty"`
+	TransceiversPerGPU *FloatRatio `json:"transceivers_per_gpu,omitempty"`
+	FailuresPerDay     *FloatRatio `json:"failures_per_day,omitempty"`
 	// Verdict sums the comparison up in one line.
 	Verdict string `json:"verdict"`
 }
@@ -426,7 +435,7 @@ func Compare(p Params) (Comparison, error) {
 	} else {
 		note(designName(2, p.Planes), err)
 	}
-	base := Params{GPUs: p.GPUs, Planes: 1, NICGbps: p.NICGbps, SwitchGbps: p.SwitchGbps}
+	base := Params{GPUs: p.GPUs, Planes: 1, NICGbps: p.NICGbps, SwitchGbps: p.SwitchGbps, SwitchW: p.SwitchW, OpticW: p.OpticW, NICW: p.NICW}
 	if d, err := ThreeTier(base); err == nil {
 		c.ThreeTier = &d
 	} else {
@@ -434,6 +443,11 @@ func Compare(p Params) (Comparison, error) {
 	}
 
 	two, three := c.TwoTier, c.ThreeTier
+	if two != nil && three != nil {
+		c.FabricPower = newFloatRatio(two.Power.FabricKW, three.Power.FabricKW)
+		c.TransceiversPerGPU = newFloatRatio(two.Reliability.TransceiversPerGPU, three.Reliability.TransceiversPerGPU)
+		c.FailuresPerDay = newFloatRatio(two.Reliability.PerDay, three.Reliability.PerDay)
+	}
 	switch {
 	case two != nil && three != nil && two.Tiers == 1 && three.Tiers == 1:
 		s := newRatio(two.Total.Switches, three.Total.Switches)

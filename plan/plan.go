@@ -52,6 +52,15 @@ type Params struct {
 	// least 2. Zero means SwitchGbps / PortGbps, which must be a whole
 	// number.
 	Radix int `json:"radix"`
+
+	// Power figures in watts; zero takes the default (docs/plan.md).
+	// SwitchW is one switch without transceivers (default 913 W per
+	// 51.2 Tb/s of SwitchGbps); OpticW is one 800G transceiver, of which
+	// a port of s Gb/s draws s/800 (default 16 W); NICW is one NIC
+	// without transceivers (default 25 W).
+	SwitchW float64 `json:"switch_w"`
+	OpticW  float64 `json:"optic_w"`
+	NICW    float64 `json:"nic_w"`
 }
 
 // PortGbps is the speed of one NIC port, and of every link in a plane:
@@ -124,7 +133,7 @@ func (p Params) Resolve() (Params, error) {
 	} else if p.Radix*port != p.SwitchGbps {
 		return p, paramErr("radix", "%d ports of %dG make %dG, not the %dG switch given; give one of them", p.Radix, port, p.Radix*port, p.SwitchGbps)
 	}
-	return p, nil
+	return p.resolvePower()
 }
 
 // MaxGPUs returns the most GPUs a full-bisection Clos of the given number of

@@ -29,10 +29,16 @@ func WritePlanComparison(w io.Writer, c *plan.Comparison) error {
 	if err := planTable(w, ds); err != nil {
 		return err
 	}
+	if err := PlanEnergy(w, ds); err != nil {
+		return err
+	}
 	for _, u := range c.Unfit {
 		fmt.Fprintf(w, "note: %s does not fit: %s\n", u.Design, u.Reason)
 	}
 	planNotes(w, ds)
+	if v := PlanEnergyVerdict(c); v != "" {
+		fmt.Fprintf(w, "energy: %s\n", v)
+	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", c.Verdict)
 	return err
 }
@@ -41,6 +47,9 @@ func WritePlanComparison(w io.Writer, c *plan.Comparison) error {
 func WritePlan(w io.Writer, d *plan.Design) error {
 	planHeader(w, d)
 	if err := planTable(w, []*plan.Design{d}); err != nil {
+		return err
+	}
+	if err := PlanEnergy(w, []*plan.Design{d}); err != nil {
 		return err
 	}
 	planNotes(w, []*plan.Design{d})

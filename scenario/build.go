@@ -86,12 +86,16 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 	}
 	p.Traffic = describeWorkload(s, p.Workload)
 
-	failures, err := s.buildFailures(tp)
+	stop := s.Duration.D()
+	if o.Duration > 0 {
+		stop = o.Duration
+	}
+	if stop == 0 {
+		stop = defaultStop
+	}
+	failures, err := s.buildFailures(tp, p.Seed, stop, &p.Failures)
 	if err != nil {
 		return nil, err
-	}
-	for _, f := range s.Failures {
-		p.Failures = append(p.Failures, describeFailure(f))
 	}
 	transports, err := s.buildTransports(o.Transports)
 	if err != nil {
@@ -486,13 +490,29 @@ var failureKinds = []sim.FailureKind{sim.LinkDown, sim.LinkFlap, sim.LossyLink, 
 
 var randomSelectors = []string{"random:t0-t1", "random:t1-t2", "random:host-link", "random:t0", "random:t1", "random:t2"}
 
-func (s *Scenario) buildFailures(tp *topo.Topology) ([]sim.Failure, error) {
+// buildFailures checks the scenario's failures and returns the
+// simulator's, appending their descriptions to descs. An mtbf process
+// (seeded from seed) is drawn over its window, by default the run's
+// first stop.
+func (s *Scenario) buildFailures(tp *topo.Topology, seed uint64, stop time.Duration, descs *[]string) ([]sim.Failure, error) {
 	var out []sim.Failure
 	for i, f := range s.Failures {
 		key := fmt.Sprintf("failures[%d]", i)
 		kind := sim.FailureKind(f.Kind)
+		if f.Kind == kindMTBF {
+			drawn, d, err := s.expandMTBF(i, f, tp, seed, stop)
+			if err != nil {
+				return nil, err
+			}
+			out, *descs = append(out, drawn...), append(*descs, d...)
+			continue
+		}
+		if f.Compress != nil || f.Classes != nil {
+			return nil, s.errorf(key, "compress and classes are only for kind mtbf")
+		}
+		*descs = append(*descs, describeFailure(f))
 		if !slices.Contains(failureKinds, kind) {
-			var names []string
+			names := []string{kindMTBF}
 			for _, k := range failureKinds {
 				names = append(names, string(k))
 			}

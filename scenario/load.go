@@ -236,6 +236,16 @@ func check(n *yaml.Node, t reflect.Type, at string) error {
 			}
 		}
 		return nil
+	case reflect.Map: // string keys, each value checked as t's element
+		if n.Kind != yaml.MappingNode {
+			return bad("want a mapping of keys, got a %s", kindName(n))
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := check(n.Content[i+1], t.Elem(), join(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+		return nil
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return bad("want a list, got a %s", kindName(n))

@@ -172,6 +172,10 @@ type Failure struct {
 	Loss     float64  `yaml:"loss"`
 	FlapRate float64  `yaml:"flap_rate"`
 	DownFor  Duration `yaml:"down_for"`
+	// Compress (default 1) and Classes are for kind mtbf: a fault process
+	// drawn from the fabric's parts (package faults, docs/failures.md).
+	Compress *float64             `yaml:"compress"`
+	Classes  map[string]ClassSpec `yaml:"classes"`
 }
 
 // Queues sizes every switch port's queues (sim.QueueSpec); zero fields

@@ -17,13 +17,16 @@ import (
 )
 
 func runPlan(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "--gpus N [--planes P] [--radix R] [--nic-gbps G] [--switch-gbps G] [--tiers 2|3] [--json]", stderr)
+	fs := newFlagSet("plan", "--gpus N [--planes P] [--radix R] [--nic-gbps G] [--switch-gbps G] [--tiers 2|3] [--switch-w W] [--optic-w W] [--nic-w W] [--json]", stderr)
 	gpus := fs.Int("gpus", 0, "number of GPUs, one NIC each (required)")
 	planes := fs.Int("planes", 8, "planes: the NIC is split into this many ports, one Clos per port")
 	radix := fs.Int("radix", 0, "ports per switch at the plane's port speed (default switch-gbps / (nic-gbps / planes))")
 	nicGbps := fs.Int("nic-gbps", 800, "NIC speed in Gb/s")
 	switchGbps := fs.Int("switch-gbps", 51200, "switch capacity in Gb/s")
 	tiers := fs.Int("tiers", 0, "plan one design only: 2 or 3 tiers, each of --planes planes (default: two-tier beside single-plane three-tier)")
+	switchW := fs.Float64("switch-w", 0, "watts of one switch without optics (default 913 per 51.2T of --switch-gbps; docs/plan.md)")
+	opticW := fs.Float64("optic-w", plan.DefaultOpticW, "watts of one 800G transceiver; a port of s Gb/s draws s/800 of it")
+	nicW := fs.Float64("nic-w", plan.DefaultNICW, "watts of one NIC without optics")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -39,7 +42,13 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if *tiers != 0 && *tiers != 2 && *tiers != 3 {
 		return usagef("--tiers must be 2 or 3, got %d", *tiers)
 	}
-	p := plan.Params{GPUs: *gpus, Planes: *planes, NICGbps: *nicGbps, SwitchGbps: *switchGbps, Radix: *radix}
+	p := plan.Params{GPUs: *gpus, Planes: *planes, NICGbps: *nicGbps, SwitchGbps: *switchGbps, Radix: *radix,
+		SwitchW: *switchW, OpticW: *opticW, NICW: *nicW}
+	for _, f := range []string{"switch-w", "optic-w", "nic-w"} {
+		if v := fs.Lookup(f).Value.(flag.Getter).Get().(float64); set[f] && v <= 0 {
+			return usagef("--%s: want a positive number of watts, got %v", f, v)
+		}
+	}
 	if set["radix"] && !set["switch-gbps"] {
 		p.SwitchGbps = 0 // the radix defines the switch
 	}

@@ -276,3 +276,26 @@ func TestPlanTextSmall(t *testing.T) {
 		t.Errorf("--tiers 2 at 8 GPUs: %d tiers, %d switches, %d T0-T1 links; want a single switch per plane", d.Tiers, d.Total.Switches, d.Total.T0T1Links)
 	}
 }
+
+// TestPlanEnergy checks that the power and failure figures reach --json
+// and the text, that the flags change them, and that bad ones exit 2.
+func TestPlanEnergy(t *testing.T) {
+	var c plan.Comparison
+	planJSON(t, &c, "--gpus", "65536", "--optic-w", "24", "--switch-w", "1000", "--nic-w", "40")
+	if c.FabricPower == nil || c.TwoTier.Power.TransceiverW != 3 || c.ThreeTier.Power.SwitchW != 1000 || c.TwoTier.Power.NICPortW != 5 {
+		t.Fatalf("power from the flags: %+v / %+v", c.TwoTier.Power, c.FabricPower)
+	}
+	if c.TwoTier.Reliability.PerDay <= 0 || len(c.ThreeTier.Reliability.Classes) != 7 || c.FailuresPerDay == nil {
+		t.Errorf("reliability %+v", c.ThreeTier.Reliability)
+	}
+	stdout, _, code := runMRC(t, "plan", "--gpus", "65536")
+	if code != 0 || !strings.Contains(stdout, "fabric power (switches + optics)") || !strings.Contains(stdout, "energy: two-tier, 8 planes draws 63.8% of the fabric power") {
+		t.Errorf("exit %d, text:\n%s", code, stdout)
+	}
+	for _, f := range []string{"--optic-w", "--switch-w", "--nic-w"} {
+		_, stderr, code := runMRC(t, "plan", "--gpus", "4096", f, "-2")
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") > 1 || !strings.Contains(stderr, f) {
+			t.Errorf("%s -2: exit %d, %q", f, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package scenario
+
+import (
+	"context"
+	"testing"
+)
+
+// TestStorm1k runs MRC through the storm-1k preset: a drawn fault storm
+// (a failure every few microseconds), a T1 reboot and a silent T1
+// blackhole. Every flow must complete with no QP error and every byte
+// sent must be delivered.
+func TestStorm1k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1,024-GPU simulation (about 5 s)")
+	}
+	s, err := LoadPreset("storm-1k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{Transports: []string{"mrc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := p.Runs[0].Failures
+	kinds := map[string]int{}
+	var last int64
+	for _, f := range fs {
+		kinds[string(f.Kind)]++
+		last = max(last, f.At.Nanoseconds())
+	}
+	if gap := float64(last) / float64(len(fs)); len(fs) < 50 || gap > 5000 || kinds["link_flap"] < 20 || kinds["switch_blackhole"] < 1 || kinds["switch_down"] < 1 {
+		t.Fatalf("%d failures, one every %.0f ns, by kind %v: not a storm", len(fs), gap, kinds)
+	}
+	rep, err := Run(context.Background(), p, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	t.Logf("mrc: %d/%d flows in %d ns, %d retransmits, drops %v, %d failures", r.FlowsCompleted, r.Flows, r.CompletionNs, r.Retransmits, r.Drops, len(r.Failures))
+	const want = 3 * 1024 * 512 << 10
+	switch {
+	case r.Flows != 3072 || r.FlowsCompleted != r.Flows || r.FlowsFailed != 0:
+		t.Errorf("%d of %d flows completed, %d failed", r.FlowsCompleted, r.Flows, r.FlowsFailed)
+	case r.QPErrors != 0:
+		t.Errorf("%d QP errors", r.QPErrors)
+	case r.BytesSent != want || r.BytesDelivered != r.BytesSent:
+		t.Errorf("%d bytes sent, %d delivered, want %d both", r.BytesSent, r.BytesDelivered, want)
+	}
+	if len(r.Failures) != len(fs) {
+		t.Errorf("the results list %d failures, the run had %d", len(r.Failures), len(fs))
+	}
+}

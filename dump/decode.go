@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/wire"
@@ -657,7 +656,7 @@ func must(n int, err error) int {
 func ptr[T any](v T) *T { return &v }
 
 func evOf(v uint32) *EV {
-	return &EV{Value: v, Hex: wire.EV(v).String(), Plane: mrc.EVPlane(v), Path: mrc.EVPath(v)}
+	return &EV{Value: v, Hex: wire.EV(v).String(), Plane: wire.EV(v).Plane(), Path: wire.EV(v).Path()}
 }
 
 func bthOf(h *wire.BTH) *BTH {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -27,10 +28,10 @@ type Options struct {
 	// goroutine, after the input that caused it and before the packets
 	// that input made the endpoint send. It may call the endpoint's and
 	// QPs' methods (ep is the driver's endpoint) and must not block.
-	OnEvent func(now mtime.Time, ep *mrc.Endpoint, ev mrc.Event)
+	OnEvent func(now mtime.Time, ep *mrc.Endpoint, ev verbs.Event)
 	// Tap, when set, sees every packet the endpoint transmits, in the
 	// driver goroutine; pkt is valid during the call only.
-	Tap func(tx mrc.Transmit, pkt []byte)
+	Tap func(tx verbs.Transmit, pkt []byte)
 	// RxFilter, when set, sees every received datagram before the
 	// endpoint does and drops it by returning false (tests inject loss
 	// with it). It runs in the driver goroutine.
@@ -556,7 +557,7 @@ func (d *Driver) flush(now mtime.Time) error {
 		t.reset()
 		for t.n < len(t.slots) {
 			buf := t.slots[t.n]
-			tx, ok := d.ep.PollTransmit(now, mrc.AllPorts, buf)
+			tx, ok := d.ep.PollTransmit(now, verbs.AllPorts, buf)
 			if !ok {
 				break
 			}
@@ -592,7 +593,7 @@ func (d *Driver) events(now mtime.Time) bool {
 }
 
 // add queues one transmitted packet into the batch's bursts.
-func (d *Driver) add(tx mrc.Transmit, pkt []byte) {
+func (d *Driver) add(tx verbs.Transmit, pkt []byte) {
 	t := &d.tx
 	t.n++
 	if d.opt.Tap != nil {

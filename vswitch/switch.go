@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -49,10 +48,10 @@ type DSCP struct {
 
 // DefaultDSCP is the switch's view of mrc.DefaultDSCP.
 var DefaultDSCP = DSCP{
-	Control:        mrc.DefaultDSCP.Control,
-	Trimmed:        mrc.DefaultDSCP.Trimmed,
-	TrimmedLastHop: mrc.DefaultDSCP.TrimmedLastHop,
-	NoTrim:         mrc.DefaultDSCP.NoTrim,
+	Control:        wire.DefaultDSCP.Control,
+	Trimmed:        wire.DefaultDSCP.Trimmed,
+	TrimmedLastHop: wire.DefaultDSCP.TrimmedLastHop,
+	NoTrim:         wire.DefaultDSCP.NoTrim,
 }
 
 // Config configures a Switch. Zero fields take the defaults in their

@@ -77,7 +77,7 @@ func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte) verbs.Tra
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, 0, slot, 0, "")
-	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}
+	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }
 
 // onEVProbe queues the answer to an EV_PROBE request from peer pr that
@@ -146,7 +146,7 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte)
 		pk.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: a.ev, TxTimestamp: a.ts}
 		n := len(wire.AppendPacket(buf[:0], pk, nil))
 		ep.popOwed()
-		return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, Kind: verbs.KindEndpoint}, true
+		return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, Kind: verbs.KindEndpoint}.Addressed(pk.Final(), &pk.IP, &pk.UDP), true
 	}
 	if !alive {
 		ep.popOwed()

@@ -260,7 +260,7 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free verbs.PortMask, buf []byte)
 		}
 		n := len(wire.AppendPacket(buf[:0], pk, nil))
 		e.onEndpointTimer(now)
-		return verbs.Transmit{Port: plane, Len: n, WireLen: n, Kind: verbs.KindEndpoint}, true
+		return verbs.Transmit{Port: plane, Len: n, WireLen: n, Kind: verbs.KindEndpoint}.Addressed(pk.Final(), &pk.IP, &pk.UDP), true
 	}
 	e.onEndpointTimer(now)
 	return verbs.Transmit{}, false

@@ -107,7 +107,7 @@ func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) 
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, p, slot, 0, "")
-	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}
+	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }
 
 // address fills the IP and UDP headers of pk for a packet of q on EV slot.

@@ -383,7 +383,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) verbs.Tr
 	if rtx {
 		kind = verbs.KindRetransmit
 	}
-	return verbs.Transmit{Port: q.evs.Plane(r.slot), Len: n, WireLen: pk.Len(), QPN: q.qpn, Kind: kind}
+	return verbs.Transmit{Port: q.evs.Plane(r.slot), Len: n, WireLen: pk.Len(), QPN: q.qpn, Kind: kind}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }
 
 // timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).

@@ -189,7 +189,7 @@ func (s *requester) sendData(q *QP, now mtime.Time, buf []byte) verbs.Transmit {
 		q.rp.OnSent(now, wl)
 		q.traceRate(now)
 	}
-	return verbs.Transmit{Port: q.port, Len: n, WireLen: wl, QPN: q.qpn, Kind: kind}
+	return verbs.Transmit{Port: q.port, Len: n, WireLen: wl, QPN: q.qpn, Kind: kind}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP)
 }
 
 // onAETH processes an ACKNOWLEDGE for PSN p with syndrome syn.

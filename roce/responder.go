@@ -190,7 +190,7 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (verbs.Transmit
 		n := len(AppendPacket(buf[:0], pk, nil))
 		q.stats.CNPsSent++
 		q.traceCtrl(now, 0, "cnp")
-		return verbs.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: KindCNP}, true
+		return verbs.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: KindCNP}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP), true
 	}
 	syn, at, kind, reason := uint8(synACK), r.epsn.Add(-1), KindACK, "ack"
 	switch {
@@ -220,7 +220,7 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (verbs.Transmit
 	pk.AETH = wire.AETH{Syndrome: syn, MSN: r.msn}
 	n := len(AppendPacket(buf[:0], pk, nil))
 	q.traceCtrl(now, at, reason)
-	return verbs.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: kind}, true
+	return verbs.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: kind}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP), true
 }
 
 // traceCtrl traces a control packet. The trace schema has no ACK or CNP

@@ -97,7 +97,6 @@ type Driver struct {
 	bind   Bind
 	ep     *mrc.Endpoint
 	opt    Options
-	encap  mrc.Encap
 	epoch  time.Time
 	planes int
 	pool   int           // sockets per plane
@@ -126,7 +125,6 @@ type Driver struct {
 	sendErr  error // a send that failed in the middle of a receive batch
 	stats    DriverStats
 	tx       txBatch
-	scratch  wire.Packet
 	srcCache struct {
 		src  [16]byte
 		from netip.Addr
@@ -172,7 +170,6 @@ func New(bind Bind, cfg mrc.Config, opt Options) (*Driver, error) {
 		bind:    bind,
 		ep:      ep,
 		opt:     opt,
-		encap:   ep.Config().Encap,
 		epoch:   time.Now(),
 		planes:  bind.Planes(),
 		pool:    max(1, bind.SourcePorts()),
@@ -599,12 +596,7 @@ func (d *Driver) add(tx verbs.Transmit, pkt []byte) {
 	if d.opt.Tap != nil {
 		d.opt.Tap(tx, pkt)
 	}
-	dst, ev, ok := d.addressOf(pkt)
-	if !ok {
-		d.stats.NoRoute++
-		return
-	}
-	to, ok := d.route(dst)
+	to, ok := d.route(tx.Dst)
 	if !ok {
 		d.stats.NoRoute++
 		return
@@ -617,32 +609,14 @@ func (d *Driver) add(tx verbs.Transmit, pkt []byte) {
 	}
 	d.stats.TxPackets[tx.Port]++
 	d.stats.TxBytes[tx.Port] += uint64(len(pkt))
-	k := burstKey{plane: tx.Port, to: to, tc: wire.OuterTrafficClass(pkt)}
+	k := burstKey{plane: tx.Port, to: to, tc: tx.TrafficClass}
 	if d.pool > 1 {
-		k.socket = int(ev*0x9E3779B1>>16) % d.pool // spread the EVs over the source ports
+		k.socket = int(tx.EV*0x9E3779B1>>16) % d.pool // spread the EVs over the source ports
 	}
 	if d.opt.FlowLabels {
-		k.flow = wire.OuterFlowLabel(pkt)
+		_, k.flow = wire.SplitEV(tx.EV)
 	}
 	t.add(k, pkt)
-}
-
-// addressOf returns the final destination (a core port address) and the
-// EV of a packet the endpoint wrote.
-func (d *Driver) addressOf(pkt []byte) (dst [16]byte, ev uint32, ok bool) {
-	const ipv6NextHeader, ipv6Dst = 6, 24
-	if d.encap == mrc.EncapPlain && len(pkt) >= wire.IPv6Len+wire.UDPLen && pkt[ipv6NextHeader] == wire.ProtoUDP {
-		sport := binary.BigEndian.Uint16(pkt[wire.IPv6Len:])
-		return [16]byte(pkt[ipv6Dst:]), uint32(wire.JoinEV(sport, wire.OuterFlowLabel(pkt))), true
-	}
-	p := &d.scratch
-	if p.Decode(pkt) != nil {
-		return dst, 0, false
-	}
-	if d.encap == mrc.EncapUSID {
-		p.ResolveUSID(wire.F3216)
-	}
-	return p.Final(), uint32(p.EV()), true
 }
 
 // burstKey is what the datagrams of one burst share.

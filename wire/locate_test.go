@@ -110,3 +110,29 @@ func FuzzLocate(f *testing.F) {
 		}
 	})
 }
+
+// TestExts checks the extension header table: the headers of every opcode
+// sit back to back in the order METH, TSETH, RETH, ImmDt (or the opcode's
+// one header), and an unknown opcode has none.
+func TestExts(t *testing.T) {
+	for _, k := range kinds {
+		x := k.op.Exts(k.ts)
+		at := 0
+		for _, h := range []struct{ off, n int }{{x.METH, METHLen}, {x.TSETH, TSETHLen}, {x.RETH, RETHLen}, {x.ImmDt, ImmDtLen},
+			{x.AETH, AETHLen}, {x.SACK, SACKLen}, {x.NACK, NETHLen}, {x.Probe, PETHLen}, {x.EPReq, ERTHLen}, {x.EPResp, EETHLen}} {
+			if h.off < 0 {
+				continue
+			}
+			if h.off != at {
+				t.Fatalf("%v: a header at %d, want %d (%+v)", k, h.off, at, x)
+			}
+			at += h.n
+		}
+		if at != x.Len || at == 0 || (x.TSETH >= 0) != (k.ts && k.op.IsData()) || (x.ImmDt >= 0) != k.op.HasImm() {
+			t.Fatalf("%v: %+v", k, x)
+		}
+	}
+	if x := Opcode(0x55).Exts(true); x != noExts {
+		t.Fatalf("unknown opcode: %+v", x)
+	}
+}

@@ -522,31 +522,31 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 	f := d.f
 	x := h.Opcode.Exts(h.TS)
 	if x.METH >= 0 {
-		if !d.need("METH", off+x.METH, wire.METHLen) {
+		if !d.need("METH", off+int(x.METH), wire.METHLen) {
 			return false
 		}
 		var m wire.METH
-		must(m.Decode(b[off+x.METH:]))
+		must(m.Decode(b[off+int(x.METH):]))
 		f.METH = &METH{RQMSN: int(m.RQMSN), MSN: int(m.MSN)}
 	}
 	if x.TSETH >= 0 {
-		if !d.need("TSETH", off+x.TSETH, wire.TSETHLen) {
+		if !d.need("TSETH", off+int(x.TSETH), wire.TSETHLen) {
 			return false
 		}
 		var t wire.TSETH
-		must(t.Decode(b[off+x.TSETH:]))
+		must(t.Decode(b[off+int(x.TSETH):]))
 		f.TSETH = tsethOf(&t)
 	}
-	if at := off + x.RETH; x.RETH >= 0 && !d.reth(&at) {
+	if at := off + int(x.RETH); x.RETH >= 0 && !d.reth(&at) {
 		return false
 	}
-	if at := off + x.ImmDt; x.ImmDt >= 0 && !d.immdt(&at) {
+	if at := off + int(x.ImmDt); x.ImmDt >= 0 && !d.immdt(&at) {
 		return false
 	}
-	if at := off + x.AETH; x.AETH >= 0 {
+	if at := off + int(x.AETH); x.AETH >= 0 {
 		return d.aeth(&at)
 	}
-	if at := off + x.SACK; x.SACK >= 0 {
+	if at := off + int(x.SACK); x.SACK >= 0 {
 		if !d.need("SETH+CC_STATE", at, wire.SACKLen) {
 			return false
 		}
@@ -554,7 +554,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 		must(s.Decode(b[at:]))
 		f.SACK = sackOf(&s)
 	}
-	if at := off + x.NACK; x.NACK >= 0 {
+	if at := off + int(x.NACK); x.NACK >= 0 {
 		if !d.need("NETH", at, wire.NETHLen) {
 			return false
 		}
@@ -565,7 +565,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			SPDCID: int(n.SPDCID), DPDCID: int(n.DPDCID), Resv12: int(n.Resv12), NackPSN: int(n.NackPSN),
 			CCType: int(n.CCType), CCFlags: int(n.CCFlags), Resv17: int(n.Resv17), TxTimestamp: int(n.TxTimestamp)}
 	}
-	if at := off + x.Probe; x.Probe >= 0 {
+	if at := off + int(x.Probe); x.Probe >= 0 {
 		if !d.need("PETH", at, wire.PETHLen) {
 			return false
 		}
@@ -575,7 +575,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			VendorInfo: int(p.VendorInfo), ProbeID: int(p.ProbeID), Resv6: int(p.Resv6), SPDCID: int(p.SPDCID),
 			DPDCID: int(p.DPDCID), TSETH: *tsethOf(&p.TS)}
 	}
-	if at := off + x.EPReq; x.EPReq >= 0 {
+	if at := off + int(x.EPReq); x.EPReq >= 0 {
 		if !d.need("ERTH", at, wire.ERTHLen) {
 			return false
 		}
@@ -585,7 +585,7 @@ func (d *decoder) ext(h *wire.BTH, off int) bool {
 			Resv2: int(r.Resv2), VendorInfo: int(r.VendorInfo), PortStatusMask: r.PortStatusMask,
 			PlanesUp: planesUp(r.PortStatusMask), Resv8: r.Resv8, TSETH: *tsethOf(&r.TS)}
 	}
-	if at := off + x.EPResp; x.EPResp >= 0 {
+	if at := off + int(x.EPResp); x.EPResp >= 0 {
 		if !d.need("EETH", at, wire.EETHLen) {
 			return false
 		}

@@ -117,8 +117,8 @@ func FuzzLocate(f *testing.F) {
 func TestExts(t *testing.T) {
 	for _, k := range kinds {
 		x := k.op.Exts(k.ts)
-		at := 0
-		for _, h := range []struct{ off, n int }{{x.METH, METHLen}, {x.TSETH, TSETHLen}, {x.RETH, RETHLen}, {x.ImmDt, ImmDtLen},
+		var at int8
+		for _, h := range []struct{ off, n int8 }{{x.METH, METHLen}, {x.TSETH, TSETHLen}, {x.RETH, RETHLen}, {x.ImmDt, ImmDtLen},
 			{x.AETH, AETHLen}, {x.SACK, SACKLen}, {x.NACK, NETHLen}, {x.Probe, PETHLen}, {x.EPReq, ERTHLen}, {x.EPResp, EETHLen}} {
 			if h.off < 0 {
 				continue

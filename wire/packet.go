@@ -242,35 +242,28 @@ func putIPv6(w []byte, h *IPv6, payloadLen int, nextHeader uint8) {
 // putExt writes the extension headers p's opcode carries into w, which
 // holds exactly their length.
 func (p *Packet) putExt(w []byte) {
-	x := p.BTH.Opcode.Exts(p.BTH.TS)
-	if x.METH >= 0 {
+	x := p.BTH.Opcode.exts(p.BTH.TS)
+	switch {
+	case x.METH >= 0: // data
 		p.METH.put(w[x.METH:])
-	}
-	if x.TSETH >= 0 {
-		p.TSETH.put(w[x.TSETH:])
-	}
-	if x.RETH >= 0 {
+		if x.TSETH >= 0 {
+			p.TSETH.put(w[x.TSETH:])
+		}
 		p.RETH.put(w[x.RETH:])
-	}
-	if x.ImmDt >= 0 {
-		p.Imm.put(w[x.ImmDt:])
-	}
-	if x.AETH >= 0 {
+		if x.ImmDt >= 0 {
+			p.Imm.put(w[x.ImmDt:])
+		}
+	case x.AETH >= 0:
 		p.AETH.put(w[x.AETH:])
-	}
-	if x.SACK >= 0 {
+	case x.SACK >= 0:
 		p.SACK.put(w[x.SACK:])
-	}
-	if x.NACK >= 0 {
+	case x.NACK >= 0:
 		p.NACK.put(w[x.NACK:])
-	}
-	if x.Probe >= 0 {
+	case x.Probe >= 0:
 		p.Probe.put(w[x.Probe:])
-	}
-	if x.EPReq >= 0 {
+	case x.EPReq >= 0:
 		p.EPReq.put(w[x.EPReq:])
-	}
-	if x.EPResp >= 0 {
+	case x.EPResp >= 0:
 		p.EPResp.put(w[x.EPResp:])
 	}
 }
@@ -366,35 +359,28 @@ func (p *Packet) Decode(b []byte) error {
 // decodeExt decodes the extension headers of the opcode from b, which
 // holds exactly Opcode.HeaderLen - BTHLen bytes, so no decode can fail.
 func (p *Packet) decodeExt(b []byte) {
-	x := p.BTH.Opcode.Exts(p.BTH.TS)
-	if x.METH >= 0 {
+	x := p.BTH.Opcode.exts(p.BTH.TS)
+	switch {
+	case x.METH >= 0: // data
 		_, _ = p.METH.Decode(b[x.METH:])
-	}
-	if x.TSETH >= 0 {
-		_, _ = p.TSETH.Decode(b[x.TSETH:])
-	}
-	if x.RETH >= 0 {
+		if x.TSETH >= 0 {
+			_, _ = p.TSETH.Decode(b[x.TSETH:])
+		}
 		_, _ = p.RETH.Decode(b[x.RETH:])
-	}
-	if x.ImmDt >= 0 {
-		_, _ = p.Imm.Decode(b[x.ImmDt:])
-	}
-	if x.AETH >= 0 {
+		if x.ImmDt >= 0 {
+			_, _ = p.Imm.Decode(b[x.ImmDt:])
+		}
+	case x.AETH >= 0:
 		_, _ = p.AETH.Decode(b[x.AETH:])
-	}
-	if x.SACK >= 0 {
+	case x.SACK >= 0:
 		_, _ = p.SACK.Decode(b[x.SACK:])
-	}
-	if x.NACK >= 0 {
+	case x.NACK >= 0:
 		_, _ = p.NACK.Decode(b[x.NACK:])
-	}
-	if x.Probe >= 0 {
+	case x.Probe >= 0:
 		_, _ = p.Probe.Decode(b[x.Probe:])
-	}
-	if x.EPReq >= 0 {
+	case x.EPReq >= 0:
 		_, _ = p.EPReq.Decode(b[x.EPReq:])
-	}
-	if x.EPResp >= 0 {
+	case x.EPResp >= 0:
 		_, _ = p.EPResp.Decode(b[x.EPResp:])
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -23,11 +24,11 @@ import (
 // attack is a transfer under attack, with the latest packets it sniffed.
 type attack struct {
 	*transfer
-	pristine []byte       // the source bytes as they were before the attack
-	data     sniffed      // the latest data packet A sent
-	sack     sniffed      // the latest SACK B sent
-	dataPkts int          // data packets A sent so far
-	forged   [2]mrc.Stats // each endpoint's stats just before the first injection
+	pristine []byte         // the source bytes as they were before the attack
+	data     sniffed        // the latest data packet A sent
+	sack     sniffed        // the latest SACK B sent
+	dataPkts int            // data packets A sent so far
+	forged   [2]verbs.Stats // each endpoint's stats just before the first injection
 }
 
 type sniffed struct {
@@ -39,12 +40,12 @@ func newAttack(t *testing.T, cfg testnet.Config, size int) *attack {
 	t.Helper()
 	x := newTransfer(t, cfg, mrc.EVProfile{}, mrc.RTSAttr{}, size)
 	a := &attack{transfer: x, pristine: append([]byte(nil), x.src...)}
-	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
 		switch {
-		case from == testnet.A && tx.Kind == mrc.KindData:
+		case from == testnet.A && tx.Kind == verbs.KindData:
 			a.data = sniffed{pkt, tx.Port}
 			a.dataPkts++
-		case from == testnet.B && tx.Kind == mrc.KindSACK:
+		case from == testnet.B && tx.Kind == verbs.KindSACK:
 			a.sack = sniffed{pkt, tx.Port}
 		}
 	}
@@ -61,7 +62,7 @@ func (a *attack) run(msgs, after int, forge func() bool) {
 	ok := a.net.RunUntil(mtime.Time(time.Second), func() bool {
 		if forging && a.dataPkts >= after && a.sack.pkt != nil {
 			if first {
-				a.forged = [2]mrc.Stats{a.net.Endpoint(testnet.A).Stats(), a.net.Endpoint(testnet.B).Stats()}
+				a.forged = [2]verbs.Stats{a.net.Endpoint(testnet.A).Stats(), a.net.Endpoint(testnet.B).Stats()}
 				first = false
 			}
 			forging = forge()
@@ -86,7 +87,7 @@ func (a *attack) verify() {
 		a.t.Fatal("the attack changed the source buffer")
 	}
 	for _, q := range []*mrc.QP{a.qa, a.qb} {
-		if q.State() != mrc.StateRTS {
+		if q.State() != verbs.StateRTS {
 			a.t.Fatalf("QP %d left RTS: %v (%v)", q.QPN(), q.State(), q.Err())
 		}
 	}
@@ -94,7 +95,7 @@ func (a *attack) verify() {
 
 // drops returns how many packets side s dropped for why since the attack
 // began.
-func (a *attack) drops(s testnet.Side, why mrc.DropReason) uint64 {
+func (a *attack) drops(s testnet.Side, why verbs.DropReason) uint64 {
 	return a.net.Endpoint(s).Stats().Drops[why] - a.forged[s].Drops[why]
 }
 
@@ -144,7 +145,7 @@ func TestAttackFatalNACK(t *testing.T) {
 		}
 		return false
 	})
-	if d := a.drops(testnet.A, mrc.DropFatalNACK); d != 3 {
+	if d := a.drops(testnet.A, verbs.DropFatalNACK); d != 3 {
 		t.Fatalf("%d forged fatal NACKs counted, want 3", d)
 	}
 }
@@ -156,8 +157,8 @@ func TestAttackPortStatusAllDown(t *testing.T) {
 	a := newAttack(t, testnet.Config{Seed: 32, Planes: 2}, 1<<20)
 	var peerPorts int
 	onEvent := a.net.OnEvent
-	a.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
-		if ev.Kind == mrc.EventPeerPorts {
+	a.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
+		if ev.Kind == verbs.EventPeerPorts {
 			peerPorts++
 		}
 		onEvent(s, ev)
@@ -178,14 +179,14 @@ func TestAttackPortStatusAllDown(t *testing.T) {
 		a.inject(testnet.B, a.data.port, wire.AppendPacket(nil, p, nil))
 		// A flood of harmless-looking requests, all at one instant.
 		for range flood {
-			a.inject(testnet.A, a.sack.port, a.fromB(request(uint32(mrc.AllPorts))))
+			a.inject(testnet.A, a.sack.port, a.fromB(request(uint32(verbs.AllPorts))))
 		}
 		return false
 	})
-	if d := a.drops(testnet.B, mrc.DropPortStatus); d != 1 {
+	if d := a.drops(testnet.B, verbs.DropPortStatus); d != 1 {
 		t.Fatalf("B counted %d forged all-down requests, want 1", d)
 	}
-	if d := a.drops(testnet.A, mrc.DropPortStatus); d < flood+1-4 {
+	if d := a.drops(testnet.A, verbs.DropPortStatus); d < flood+1-4 {
 		t.Fatalf("A dropped %d of %d port status requests; want the all-down one and all but 4 of the flood", d, flood+1)
 	}
 	if peerPorts != 0 {
@@ -208,7 +209,7 @@ func TestAttackBadRQMSN(t *testing.T) {
 		}
 		return false
 	})
-	if d := a.drops(testnet.B, mrc.DropWimmLimit); d != n {
+	if d := a.drops(testnet.B, verbs.DropWimmLimit); d != n {
 		t.Fatalf("B counted %d WRITE_IMMs with a bad RQMSN, want %d", d, n)
 	}
 	if s := a.qb.Stats(); s.NACKsSent != 0 {
@@ -229,13 +230,13 @@ func TestAttackOtherPDKey(t *testing.T) {
 	for i := range evil {
 		evil[i] = 0xEE
 	}
-	mr, err := a.net.Endpoint(testnet.A).RegisterMemory(evil, mrc.AccessLocal)
+	mr, err := a.net.Endpoint(testnet.A).RegisterMemory(evil, verbs.AccessLocal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.net.OnEvent = nil // the attacker's QP may fail; ours are checked below
 	for i := range 4 {
-		err := qa2.PostWrite(a.net.Now(), mrc.WriteRequest{ID: uint64(i), Local: mr, Remote: a.dstMR,
+		err := qa2.PostWrite(a.net.Now(), verbs.WriteRequest{ID: uint64(i), Local: mr, Remote: a.dstMR,
 			RemoteOffset: uint64(i) << 16, Length: uint64(len(evil))})
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +245,7 @@ func TestAttackOtherPDKey(t *testing.T) {
 	a.net.Kick(testnet.A)
 	a.net.RunUntil(a.net.Now().Add(2*time.Millisecond), func() bool { return false })
 	a.verify()
-	if d := qb2.Stats().Drops[mrc.DropAccess]; d == 0 || qb2.Stats().DataReceived != 0 {
+	if d := qb2.Stats().Drops[verbs.DropAccess]; d == 0 || qb2.Stats().DataReceived != 0 {
 		t.Fatalf("B's attacker QP: %d WRITEs with another PD's key dropped, %d accepted", d, qb2.Stats().DataReceived)
 	}
 }
@@ -299,10 +300,10 @@ func TestAttackSourceBuffer(t *testing.T) {
 		}
 		return false
 	})
-	if d := a.drops(testnet.A, mrc.DropAccess); d != 1 {
+	if d := a.drops(testnet.A, verbs.DropAccess); d != 1 {
 		t.Fatalf("the right key into the source buffer: %d drops for access, want 1", d)
 	}
-	if d := a.drops(testnet.A, mrc.DropBadRKey); d != 255 {
+	if d := a.drops(testnet.A, verbs.DropBadRKey); d != 255 {
 		t.Fatalf("%d wrong tag guesses dropped as bad keys, want 255", d)
 	}
 }
@@ -333,10 +334,10 @@ func TestAttackForgedSACK(t *testing.T) {
 		beyond++
 		return true
 	})
-	if d := a.drops(testnet.A, mrc.DropBadEV); d != badEV {
+	if d := a.drops(testnet.A, verbs.DropBadEV); d != badEV {
 		t.Fatalf("%d SACKs with a foreign EV dropped, want %d", d, badEV)
 	}
-	if d := a.drops(testnet.A, mrc.DropStale); d < beyond {
+	if d := a.drops(testnet.A, verbs.DropStale); d < beyond {
 		t.Fatalf("%d SACKs acknowledging unsent PSNs dropped, want at least %d", d, beyond)
 	}
 }
@@ -357,7 +358,7 @@ func TestAttackTrimmedFlood(t *testing.T) {
 				if badKey {
 					p.RETH.RKey ^= 0x10
 				}
-				trimmed, err := wire.Trim(wire.AppendPacket(nil, p, payload), mrc.DefaultDSCP.Trimmed)
+				trimmed, err := wire.Trim(wire.AppendPacket(nil, p, payload), wire.DefaultDSCP.Trimmed)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -369,7 +370,7 @@ func TestAttackTrimmedFlood(t *testing.T) {
 		}
 		return false
 	})
-	if d := a.drops(testnet.B, mrc.DropBadRKey); d != n {
+	if d := a.drops(testnet.B, verbs.DropBadRKey); d != n {
 		t.Fatalf("%d trimmed headers with a bad key dropped, want %d", d, n)
 	}
 	s := a.qb.Stats()
@@ -394,7 +395,7 @@ func TestSetupBadAttributes(t *testing.T) {
 		return ep
 	}
 	other := newEP().AllocPD()
-	many := make([]netip.Addr, mrc.MaxPlanes+1)
+	many := make([]netip.Addr, verbs.MaxPlanes+1)
 	for i := range many {
 		many[i] = netip.AddrFrom16([16]byte{0xfd, 15: byte(i + 1)})
 	}
@@ -410,7 +411,7 @@ func TestSetupBadAttributes(t *testing.T) {
 		"link speed":   {Ports: ports, LinkBitsPerSec: -1},
 		"loss timeout": {Ports: ports, LossTimeout: -1},
 	} {
-		if _, err := mrc.NewEndpoint(cfg); !errors.Is(err, mrc.ErrInvalidAttr) {
+		if _, err := mrc.NewEndpoint(cfg); !errors.Is(err, verbs.ErrInvalidAttr) {
 			t.Errorf("NewEndpoint %s: %v", name, err)
 		}
 	}
@@ -432,7 +433,7 @@ func TestSetupBadAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Init(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+		if err := q.Init(0, a); !errors.Is(err, verbs.ErrInvalidAttr) {
 			t.Errorf("Init %s: %v", name, err)
 		}
 	}
@@ -450,7 +451,7 @@ func TestSetupBadAttributes(t *testing.T) {
 		if err := q.Init(0, mrc.InitAttr{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.ReadyToReceive(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+		if err := q.ReadyToReceive(0, a); !errors.Is(err, verbs.ErrInvalidAttr) {
 			t.Errorf("ReadyToReceive %s: %v", name, err)
 		}
 	}
@@ -473,19 +474,19 @@ func TestSetupBadAttributes(t *testing.T) {
 		if err := q.ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: 0x300, Remote: peer}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.ReadyToSend(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+		if err := q.ReadyToSend(0, a); !errors.Is(err, verbs.ErrInvalidAttr) {
 			t.Errorf("ReadyToSend %s: %v", name, err)
 		}
 	}
 	ep := newEP()
 	for name, reg := range map[string]func() error{
-		"empty":           func() error { _, err := ep.RegisterMemory(nil, mrc.AccessRemoteWrite); return err },
+		"empty":           func() error { _, err := ep.RegisterMemory(nil, verbs.AccessRemoteWrite); return err },
 		"unknown access":  func() error { _, err := ep.RegisterMemory(make([]byte, 8), 0x80); return err },
-		"another's PD":    func() error { _, err := ep.RegisterMemoryPD(other, make([]byte, 8), mrc.AccessLocal); return err },
-		"phantom empty":   func() error { _, err := ep.RegisterPhantom(0, mrc.AccessLocal); return err },
-		"phantom too big": func() error { _, err := ep.RegisterPhantom(1<<62, mrc.AccessLocal); return err },
+		"another's PD":    func() error { _, err := ep.RegisterMemoryPD(other, make([]byte, 8), verbs.AccessLocal); return err },
+		"phantom empty":   func() error { _, err := ep.RegisterPhantom(0, verbs.AccessLocal); return err },
+		"phantom too big": func() error { _, err := ep.RegisterPhantom(1<<62, verbs.AccessLocal); return err },
 	} {
-		if err := reg(); !errors.Is(err, mrc.ErrInvalidAttr) {
+		if err := reg(); !errors.Is(err, verbs.ErrInvalidAttr) {
 			t.Errorf("register %s: %v", name, err)
 		}
 	}
@@ -525,7 +526,7 @@ func TestAttackTruncated(t *testing.T) {
 		}
 		return false
 	})
-	if d := a.drops(testnet.B, mrc.DropMalformed); d != n {
+	if d := a.drops(testnet.B, verbs.DropMalformed); d != n {
 		t.Fatalf("%d truncated datagrams counted as malformed, want %d", d, n)
 	}
 }
@@ -550,7 +551,7 @@ func TestAttackDuplicateFlood(t *testing.T) {
 		}
 		return false
 	})
-	if d := a.drops(testnet.B, mrc.DropBadRKey); d != n {
+	if d := a.drops(testnet.B, verbs.DropBadRKey); d != n {
 		t.Fatalf("%d replays with a bad key dropped, want %d", d, n)
 	}
 	if d := a.qb.Stats().Duplicates - a.forged[testnet.B].Duplicates; d != n {
@@ -606,7 +607,7 @@ func TestAttackSoak(t *testing.T) {
 		func() { // a trimmed header for a PSN not sent
 			toB(func(p *wire.Packet, payload []byte) []byte {
 				p.BTH.PSN = (p.BTH.PSN + 1 + uint32(r.IntN(256))) & wire.PSNMask
-				b, _ := wire.Trim(wire.AppendPacket(nil, p, payload), mrc.DefaultDSCP.Trimmed)
+				b, _ := wire.Trim(wire.AppendPacket(nil, p, payload), wire.DefaultDSCP.Trimmed)
 				return b
 			})
 		},
@@ -638,7 +639,7 @@ func TestAttackSoak(t *testing.T) {
 		counted += st.Dropped() - s0.Dropped() + st.Duplicates - s0.Duplicates + st.TrimmedReceived - s0.TrimmedReceived
 		t.Logf("side %d: %d duplicates, %d trimmed headers, %d answers withheld", s, st.Duplicates-s0.Duplicates,
 			st.TrimmedReceived-s0.TrimmedReceived, st.AnswersWithheld-s0.AnswersWithheld)
-		for why := range mrc.DropReason(len(st.Drops)) {
+		for why := range verbs.DropReason(len(st.Drops)) {
 			if d := st.Drops[why] - s0.Drops[why]; d > 0 {
 				t.Logf("side %d: %d %v", s, d, why)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // BenchmarkSteadyState measures the transfer loop: the requester builds a
@@ -54,13 +55,13 @@ func benchLoop(b *testing.B, phantom bool) {
 		}
 	}
 	const size = 1 << 30
-	var src, dst mrc.MR
+	var src, dst verbs.MR
 	if phantom {
-		src, _ = eps[0].RegisterPhantom(size, mrc.AccessLocal)
-		dst, _ = eps[1].RegisterPhantom(size, mrc.AccessRemoteWrite)
+		src, _ = eps[0].RegisterPhantom(size, verbs.AccessLocal)
+		dst, _ = eps[1].RegisterPhantom(size, verbs.AccessRemoteWrite)
 	} else {
-		src, _ = eps[0].RegisterMemory(make([]byte, 64<<20), mrc.AccessLocal)
-		dst, _ = eps[1].RegisterMemory(make([]byte, 64<<20), mrc.AccessRemoteWrite)
+		src, _ = eps[0].RegisterMemory(make([]byte, 64<<20), verbs.AccessLocal)
+		dst, _ = eps[1].RegisterMemory(make([]byte, 64<<20), verbs.AccessRemoteWrite)
 	}
 	bufA := make([]byte, mrc.MaxHeaderLen+mtu+16)
 	bufB := make([]byte, mrc.MaxHeaderLen+mtu+16)
@@ -68,7 +69,7 @@ func benchLoop(b *testing.B, phantom bool) {
 	var id uint64
 	post := func() {
 		id++
-		err := qps[0].PostWrite(now, mrc.WriteRequest{ID: id, Local: src, Remote: dst, Length: min(src.Len, dst.Len)})
+		err := qps[0].PostWrite(now, verbs.WriteRequest{ID: id, Local: src, Remote: dst, Length: min(src.Len, dst.Len)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,13 +80,13 @@ func benchLoop(b *testing.B, phantom bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		tx, ok := eps[0].PollTransmit(now, mrc.AllPorts, bufA)
+		tx, ok := eps[0].PollTransmit(now, verbs.AllPorts, bufA)
 		if ok {
 			data++
 			eps[1].HandleDatagram(now, tx.Port, bufA[:tx.Len], tx.WireLen)
 		}
 		for {
-			tx, ok := eps[1].PollTransmit(now, mrc.AllPorts, bufB)
+			tx, ok := eps[1].PollTransmit(now, verbs.AllPorts, bufB)
 			if !ok {
 				break
 			}
@@ -96,7 +97,7 @@ func benchLoop(b *testing.B, phantom bool) {
 			if !ok {
 				break
 			}
-			if ev.Kind == mrc.EventWriteDone {
+			if ev.Kind == verbs.EventWriteDone {
 				post()
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/openmrc/mrc/cc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
+	"github.com/openmrc/mrc/wire"
 )
 
 // Encap says how an endpoint addresses its packets (docs/wire.md).
@@ -40,25 +42,6 @@ func (e Encap) String() string {
 	return fmt.Sprintf("Encap(%d)", uint8(e))
 }
 
-// DSCP holds the codepoints of MRC's traffic classes (digest §3.2). The
-// numeric values are operator choices; the defaults are ours
-// (docs/spec-gaps.md).
-type DSCP struct {
-	Data           uint8 // DSCP_TRIMMABLE: first transmissions (default 10)
-	DataRetx       uint8 // DSCP_TRIMMABLE_RETX: retransmissions (default 12)
-	Control        uint8 // DSCP_CONTROL: SACK, NACK, endpoint ops (default 46)
-	Trimmed        uint8 // DSCP_TRIMMED: set by a switch that trimmed (default 48)
-	TrimmedLastHop uint8 // DSCP_TRIMMED_LASTHOP: trimmed at the last hop (default 49)
-	// NoTrim is DSCP_NO_TRIM (required by the spec): data that must never
-	// be trimmed, sent by a QP with RTSAttr.NoTrim (default 14; not 26,
-	// the RoCE baseline's data DSCP). A switch queues it as data but drops
-	// it rather than trim it.
-	NoTrim uint8
-}
-
-// DefaultDSCP is the DSCP set used when Config.DSCP is zero.
-var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49, NoTrim: 14}
-
 // Config configures an Endpoint: one MRC NIC with one port per plane.
 // Zero fields take the defaults named in their comments.
 type Config struct {
@@ -72,7 +55,7 @@ type Config struct {
 	// Encap selects how packets are addressed (default EncapPlain).
 	Encap Encap
 	// DSCP sets the traffic-class codepoints (default DefaultDSCP).
-	DSCP DSCP
+	DSCP wire.DSCP
 	// BaseRTT is the unloaded round trip of an MTU packet over the longest
 	// path (NSCC config_base_rtt; default 10 µs).
 	BaseRTT time.Duration
@@ -104,16 +87,12 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
-// MaxPlanes is the largest number of ports (planes) an endpoint may have;
-// the plane number takes 4 bits of the EV (see EVPlane).
-const MaxPlanes = 16
-
 func (c Config) withDefaults() Config {
 	if c.MTU == 0 {
 		c.MTU = 4096
 	}
-	if c.DSCP == (DSCP{}) {
-		c.DSCP = DefaultDSCP
+	if c.DSCP == (wire.DSCP{}) {
+		c.DSCP = wire.DefaultDSCP
 	}
 	if c.BaseRTT == 0 {
 		c.BaseRTT = 10 * time.Microsecond
@@ -138,24 +117,24 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case len(c.Ports) == 0 || len(c.Ports) > MaxPlanes:
-		return fmt.Errorf("%w: %d ports, want 1..%d", ErrInvalidAttr, len(c.Ports), MaxPlanes)
+	case len(c.Ports) == 0 || len(c.Ports) > verbs.MaxPlanes:
+		return fmt.Errorf("%w: %d ports, want 1..%d", verbs.ErrInvalidAttr, len(c.Ports), verbs.MaxPlanes)
 	case c.MTU < 256 || c.MTU > 9000:
-		return fmt.Errorf("%w: MTU %d, want 256..9000", ErrInvalidAttr, c.MTU)
+		return fmt.Errorf("%w: MTU %d, want 256..9000", verbs.ErrInvalidAttr, c.MTU)
 	case c.Encap > EncapSRv6:
-		return fmt.Errorf("%w: encapsulation %v", ErrInvalidAttr, c.Encap)
+		return fmt.Errorf("%w: encapsulation %v", verbs.ErrInvalidAttr, c.Encap)
 	case c.BaseRTT <= 0 || c.LossTimeout <= 0 || c.SackDelay <= 0:
-		return fmt.Errorf("%w: base RTT, loss timeout and SACK delay must be positive", ErrInvalidAttr)
+		return fmt.Errorf("%w: base RTT, loss timeout and SACK delay must be positive", verbs.ErrInvalidAttr)
 	case c.LinkBitsPerSec <= 0:
-		return fmt.Errorf("%w: link speed %d b/s", ErrInvalidAttr, c.LinkBitsPerSec)
+		return fmt.Errorf("%w: link speed %d b/s", verbs.ErrInvalidAttr, c.LinkBitsPerSec)
 	case c.SackEvery < 1 || c.SackEvery > 64:
-		return fmt.Errorf("%w: SACK threshold %d, want 1..64", ErrInvalidAttr, c.SackEvery)
+		return fmt.Errorf("%w: SACK threshold %d, want 1..64", verbs.ErrInvalidAttr, c.SackEvery)
 	case c.MaxQPs < 1 || c.MaxQPs > 1<<20:
-		return fmt.Errorf("%w: max QPs %d", ErrInvalidAttr, c.MaxQPs)
+		return fmt.Errorf("%w: max QPs %d", verbs.ErrInvalidAttr, c.MaxQPs)
 	}
 	for i, a := range c.Ports {
 		if !a.Is6() || a.Is4In6() {
-			return fmt.Errorf("%w: port %d address %v is not IPv6", ErrInvalidAttr, i, a)
+			return fmt.Errorf("%w: port %d address %v is not IPv6", verbs.ErrInvalidAttr, i, a)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -82,7 +83,7 @@ func TestLastHopTrimCarriesCE(t *testing.T) {
 			x := newTransfer(t, testnet.Config{Seed: 12, Planes: 2, TrimLastHop: 0.05}, mrc.EVProfile{}, mrc.RTSAttr{}, 4<<20)
 			trims := 0
 			x.net.Deliver = func(_ mtime.Time, to testnet.Side, _ int, pkt []byte, _ int) {
-				if to == testnet.B && wire.OuterTrafficClass(pkt)>>2 == mrc.DefaultDSCP.TrimmedLastHop {
+				if to == testnet.B && wire.OuterTrafficClass(pkt)>>2 == wire.DefaultDSCP.TrimmedLastHop {
 					trims++
 					if marked {
 						wire.MarkCE(pkt)
@@ -90,7 +91,7 @@ func TestLastHopTrimCarriesCE(t *testing.T) {
 				}
 			}
 			var withCE, without int
-			x.net.Tap = func(_ mtime.Time, from testnet.Side, _ mrc.Transmit, pkt []byte) {
+			x.net.Tap = func(_ mtime.Time, from testnet.Side, _ verbs.Transmit, pkt []byte) {
 				var p wire.Packet
 				if from != testnet.B || p.Decode(pkt) != nil || p.BTH.Opcode != wire.OpNACK {
 					return
@@ -136,7 +137,7 @@ func TestNoTrimQP(t *testing.T) {
 	for _, noTrim := range []bool{false, true} {
 		x := newTransfer(t, testnet.Config{Seed: 13, Planes: 2, Loss: 0.02}, mrc.EVProfile{}, mrc.RTSAttr{NoTrim: noTrim, RetryExp: mrc.RetryForever}, 1<<20)
 		var noTrimPkts, other, rtx int
-		x.net.Tap = func(_ mtime.Time, from testnet.Side, _ mrc.Transmit, pkt []byte) {
+		x.net.Tap = func(_ mtime.Time, from testnet.Side, _ verbs.Transmit, pkt []byte) {
 			var p wire.Packet
 			if from != testnet.A || p.Decode(pkt) != nil || !p.BTH.Opcode.IsData() {
 				return
@@ -144,7 +145,7 @@ func TestNoTrimQP(t *testing.T) {
 			if p.BTH.Rtx {
 				rtx++
 			}
-			if p.IP.DSCP() == mrc.DefaultDSCP.NoTrim {
+			if p.IP.DSCP() == wire.DefaultDSCP.NoTrim {
 				noTrimPkts++
 			} else {
 				other++
@@ -191,7 +192,7 @@ func TestRetryForeverDefault(t *testing.T) {
 	if steps > 2_000_000 {
 		t.Fatalf("%d steps in %v of a dead fabric", steps, x.net.Now().Sub(cut))
 	}
-	if len(x.errs) > 0 || x.qa.State() != mrc.StateRTS {
+	if len(x.errs) > 0 || x.qa.State() != verbs.StateRTS {
 		t.Fatalf("after %v of a dead fabric: state %v, errors %v", x.net.Now().Sub(cut), x.qa.State(), x.errs)
 	}
 	if s := x.qa.Stats(); s.RetryTimeouts < 15 {
@@ -217,7 +218,7 @@ func TestRetryBoundedGivesUp(t *testing.T) {
 	x := newTransfer(t, testnet.Config{Seed: 14, Planes: 2}, mrc.EVProfile{PathsPerPlane: paths, ActivePerPlane: 2}, mrc.RTSAttr{RetryExp: mrc.RetryBounded}, 1<<20)
 	cut := deadFabric(x, paths)
 	x.net.RunUntil(cut.Add(10*time.Second), func() bool { return len(x.errs) > 0 })
-	if len(x.errs) == 0 || !errors.Is(x.qa.Err(), mrc.ErrNoPath) {
+	if len(x.errs) == 0 || !errors.Is(x.qa.Err(), verbs.ErrNoPath) {
 		t.Fatalf("QP state %v err %v after %v of a dead fabric", x.qa.State(), x.qa.Err(), x.net.Now().Sub(cut))
 	}
 	const timeout = 1024 << 8 * time.Nanosecond
@@ -245,7 +246,7 @@ func FuzzPortStatusResponse(f *testing.F) {
 		var sentTS []uint16
 		var fromB []byte
 		port := 0 // the plane fromB came in on; A's other port goes down
-		x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+		x.net.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
 			var p wire.Packet
 			switch {
 			case p.Decode(pkt) != nil:

@@ -1,6 +1,9 @@
 package mrc
 
-import "testing"
+import (
+	"github.com/openmrc/mrc/verbs"
+	"testing"
+)
 
 // TestCtrlQueueKeepsProbeAnswers: a full control queue drops its oldest
 // SACK that does not answer a probe, never a probe answer while another
@@ -9,11 +12,11 @@ func TestCtrlQueueKeepsProbeAnswers(t *testing.T) {
 	var c ctrlQueue
 	for i := range ctrlQueueLen {
 		// Probe answers at 0, 1 and 5; plain SACKs elsewhere.
-		if c.push(ctrlPkt{kind: KindSACK, seq: uint16(i), probe: i < 2 || i == 5}) {
+		if c.push(ctrlPkt{kind: verbs.KindSACK, seq: uint16(i), probe: i < 2 || i == 5}) {
 			t.Fatalf("push %d dropped into a queue with room", i)
 		}
 	}
-	if !c.push(ctrlPkt{kind: KindSACK, seq: 100}) {
+	if !c.push(ctrlPkt{kind: verbs.KindSACK, seq: 100}) {
 		t.Fatal("push into a full queue reported no drop")
 	}
 	var got []uint16

@@ -25,7 +25,7 @@
 //		for { // drain everything the endpoint wants to send
 //			tx, ok := ep.PollTransmit(now, freePorts, buf)
 //			if !ok { break }
-//			send(tx.Port, buf[:tx.Len])
+//			send(tx.Port, tx.Dst, buf[:tx.Len]) // tx also says the EV and traffic class
 //		}
 //		for ev, ok := ep.PollEvent(); ok; ev, ok = ep.PollEvent() {
 //			handle(ev)

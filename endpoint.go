@@ -13,44 +13,9 @@ import (
 	"github.com/openmrc/mrc/internal/xrand"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
-
-// PortMask is a set of ports: bit p is port (plane) p.
-type PortMask uint32
-
-// AllPorts is the mask of every port.
-const AllPorts PortMask = 1<<MaxPlanes - 1
-
-// Transmit describes a packet PollTransmit wrote.
-type Transmit struct {
-	Port    int // the port (plane) to send it on
-	Len     int // bytes written to the buffer
-	WireLen int // length on the wire; larger than Len when the payload is phantom
-	QPN     uint32
-	Kind    PacketKind
-}
-
-// PacketKind classifies transmitted packets for hosts that keep statistics.
-type PacketKind uint8
-
-const (
-	KindData PacketKind = iota
-	KindRetransmit
-	KindSACK
-	KindNACK
-	KindProbe
-	KindEndpoint
-)
-
-var kindNames = [...]string{"data", "retransmit", "sack", "nack", "probe", "endpoint"}
-
-func (k PacketKind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("PacketKind(%d)", uint8(k))
-}
 
 // MaxHeaderLen is the largest header stack the endpoint writes: outer IPv6,
 // inner IPv6, UDP, BTH, METH, TSETH, RETH and ImmDt. A transmit buffer needs
@@ -69,9 +34,9 @@ type Endpoint struct {
 	cfg    Config
 	rng    *xrand.Rand
 	ports  []port
-	up     PortMask
-	stats  Stats // endpoint-level counts (drops before a QP is known)
-	events fifo.Queue[Event]
+	up     verbs.PortMask
+	stats  verbs.Stats // endpoint-level counts (drops before a QP is known)
+	events fifo.Queue[verbs.Event]
 
 	mem      memreg.Table
 	pds      uint32 // protection domains allocated (AllocPD); 0 is the default
@@ -126,9 +91,9 @@ func (e *Endpoint) Ports() int { return len(e.ports) }
 func (e *Endpoint) PortAddr(p int) netip.Addr { return netip.AddrFrom16(e.ports[p].addr) }
 
 // Stats returns the endpoint's counters: its own plus those of every QP.
-func (e *Endpoint) Stats() Stats {
+func (e *Endpoint) Stats() verbs.Stats {
 	s := e.stats
-	e.qps.All(func(q *QP) { s.add(&q.stats) })
+	e.qps.All(func(q *QP) { s.Add(&q.stats) })
 	return s
 }
 
@@ -141,7 +106,7 @@ func (e *Endpoint) CreateQP() (*QP, error) {
 	q.timer.Init()
 	qpn, err := e.qps.Add(q, e.cfg.MaxQPs)
 	if err != nil {
-		return nil, ErrTooManyQPs
+		return nil, verbs.ErrTooManyQPs
 	}
 	q.qpn = qpn
 	return q, nil
@@ -153,12 +118,12 @@ func (e *Endpoint) DestroyQP(q *QP) {
 		return
 	}
 	e.timers.Remove(q)
-	q.state = StateReset
+	q.state = verbs.StateReset
 	q.destroyed = true
 }
 
 // PollEvent returns the next event, if any.
-func (e *Endpoint) PollEvent() (Event, bool) { return e.events.Pop() }
+func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 
 // NextTimeout returns when HandleTimeout should next be called, or
 // mtime.Never. It may be earlier than necessary.
@@ -211,10 +176,10 @@ func (e *Endpoint) markReady(q *QP) {
 // into buf and describes it. buf must hold MaxHeaderLen+MTU+8 bytes. ok is
 // false when nothing can be sent on those ports now; the answer can change
 // after any input or timeout.
-func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx Transmit, ok bool) {
+func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte) (tx verbs.Transmit, ok bool) {
 	free &= e.up
 	if free == 0 {
-		return Transmit{}, false
+		return verbs.Transmit{}, false
 	}
 	if e.epWork {
 		if tx, ok := e.pollEndpoint(now, free, buf); ok {
@@ -240,7 +205,7 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx T
 			q.inReady = false
 		}
 	}
-	return Transmit{}, false
+	return verbs.Transmit{}, false
 }
 
 // HandleDatagram processes one packet received on port at now. pkt holds
@@ -249,7 +214,7 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free PortMask, buf []byte) (tx T
 // phantom. pkt is not retained.
 func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int) {
 	if port < 0 || port >= len(e.ports) || !e.ports[port].up {
-		e.drop(now, &e.stats, 0, DropQPState)
+		e.drop(now, &e.stats, 0, verbs.DropQPState)
 		return
 	}
 	// Only an endpoint with phantom regions (a simulation) takes a
@@ -257,41 +222,41 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 	// truncated or forged one.
 	phantom := wireLen > len(pkt)
 	if wireLen != len(pkt) && (!phantom || e.phantoms == 0) {
-		e.drop(now, &e.stats, 0, DropMalformed)
+		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
 	p := &e.rx
 	if err := p.Decode(pkt); err != nil {
-		e.drop(now, &e.stats, 0, DropMalformed)
+		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
 	if p.UDP.DstPort != wire.UDPPortRoCEv2 || !p.BTH.Opcode.Known() {
-		e.drop(now, &e.stats, 0, DropNotMRC)
+		e.drop(now, &e.stats, 0, verbs.DropNotMRC)
 		return
 	}
 	if p.BTH.PKey&pkeyMask != wire.PKeyDefault&pkeyMask {
-		e.drop(now, &e.stats, 0, DropBadPKey)
+		e.drop(now, &e.stats, 0, verbs.DropBadPKey)
 		return
 	}
 	if e.cfg.Encap == EncapUSID {
 		p.ResolveUSID(wire.F3216)
 	}
 	if p.Final() != e.ports[port].addr {
-		e.drop(now, &e.stats, 0, DropNotMRC)
+		e.drop(now, &e.stats, 0, verbs.DropNotMRC)
 		return
 	}
 	if phantom && wireLen != p.Len() || !phantom && p.PayloadLen > len(p.Payload) {
-		e.drop(now, &e.stats, 0, DropMalformed)
+		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
 	if !phantom && !e.cfg.SkipICRC {
 		switch p.Verify(pkt) {
 		case nil:
 		case wire.ErrChecksum:
-			e.drop(now, &e.stats, 0, DropBadChecksum)
+			e.drop(now, &e.stats, 0, verbs.DropBadChecksum)
 			return
 		default:
-			e.drop(now, &e.stats, 0, DropBadICRC)
+			e.drop(now, &e.stats, 0, verbs.DropBadICRC)
 			return
 		}
 	}
@@ -301,18 +266,18 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 	}
 	q := e.QP(p.BTH.DestQP)
 	if q == nil {
-		e.drop(now, &e.stats, 0, DropUnknownQP)
+		e.drop(now, &e.stats, 0, verbs.DropUnknownQP)
 		return
 	}
 	q.handle(now, port, p, phantom)
 	e.schedule(q, now)
 }
 
-func (e *Endpoint) emit(ev Event) { e.events.Push(ev) }
+func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
 // drop counts a discarded packet in s (the QP's or the endpoint's) and
 // traces it.
-func (e *Endpoint) drop(now mtime.Time, s *Stats, qpn uint32, why DropReason) {
+func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.DropReason) {
 	s.Drops[why]++
 	if t := e.cfg.Tracer; t != nil {
 		t.Trace(&trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})

@@ -4,6 +4,7 @@ import (
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -58,10 +59,10 @@ const (
 
 // probesByEndpoint reports whether q probes its retired EVs with EV
 // probes rather than reliability probes.
-func (q *QP) probesByEndpoint() bool { return q.state == StateRTR }
+func (q *QP) probesByEndpoint() bool { return q.state == verbs.StateRTR }
 
 // writeEVProbe encodes an EV_PROBE request on EV slot and remembers it.
-func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte) verbs.Transmit {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
@@ -76,7 +77,7 @@ func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte) Transmit 
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, 0, slot, 0, "")
-	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: KindProbe}
+	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }
 
 // onEVProbe queues the answer to an EV_PROBE request from peer pr that
@@ -116,21 +117,21 @@ func (e *Endpoint) onEVProbeAnswer(now mtime.Time, pr *peer, p *wire.Packet) {
 		e.schedule(q, now)
 		return
 	}
-	e.drop(now, &e.stats, 0, DropStale)
+	e.drop(now, &e.stats, 0, verbs.DropStale)
 }
 
 // pollEVAnswer writes the oldest owed EV_PROBE response, if a QP of its
 // peer can lend an EV on a free plane (the request's plane first). An
 // answer no QP of the peer can carry any more is dropped.
-func (e *Endpoint) pollEVAnswer(now mtime.Time, free PortMask, buf []byte) (Transmit, bool) {
+func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool) {
 	ep := &e.evp
 	if ep.nOwed == 0 {
-		return Transmit{}, false
+		return verbs.Transmit{}, false
 	}
 	a := &ep.owed[0]
 	alive := false
 	for _, q := range a.peer.qps {
-		if q.evs == nil || q.state == StateError || q.destroyed {
+		if q.evs == nil || q.state == verbs.StateError || q.destroyed {
 			continue
 		}
 		alive = true
@@ -145,12 +146,12 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free PortMask, buf []byte) (Tran
 		pk.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: a.ev, TxTimestamp: a.ts}
 		n := len(wire.AppendPacket(buf[:0], pk, nil))
 		ep.popOwed()
-		return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, Kind: KindEndpoint}, true
+		return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, Kind: verbs.KindEndpoint}.Addressed(pk.Final(), &pk.IP, &pk.UDP), true
 	}
 	if !alive {
 		ep.popOwed()
 	}
-	return Transmit{}, false
+	return verbs.Transmit{}, false
 }
 
 func (ep *evProbes) popOwed() {

@@ -7,6 +7,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -28,7 +29,7 @@ func TestReceiverProbesWithEVProbes(t *testing.T) {
 	x := newTransferOn(t, n, qa, qb, 5, 16<<10)
 	var requests, answers, wrongAnswers, relProbes, sacksLost int
 	asked := map[[2]uint32]bool{} // EV, timestamp
-	n.Tap = func(_ mtime.Time, from testnet.Side, _ mrc.Transmit, pkt []byte) {
+	n.Tap = func(_ mtime.Time, from testnet.Side, _ verbs.Transmit, pkt []byte) {
 		var p wire.Packet
 		if p.Decode(pkt) != nil {
 			return

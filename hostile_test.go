@@ -10,6 +10,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -18,8 +19,8 @@ import (
 func capture(t testing.TB) (*transfer, [][]byte) {
 	x := newTransfer(t, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
 	var pkts [][]byte
-	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
-		if from == testnet.A && tx.Kind == mrc.KindData {
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
+		if from == testnet.A && tx.Kind == verbs.KindData {
 			pkts = append(pkts, append([]byte(nil), pkt...))
 		}
 	}
@@ -66,24 +67,24 @@ func TestHostilePackets(t *testing.T) {
 	cases := []struct {
 		name string
 		pkt  []byte
-		want mrc.DropReason
+		want verbs.DropReason
 	}{
-		{"truncated", orig[:30], mrc.DropMalformed},
-		{"garbage", []byte("definitely not an MRC packet, but long enough to parse a header"), mrc.DropMalformed},
-		{"bit flip", flip(orig, len(orig)-100), mrc.DropBadChecksum},
-		{"bad ICRC", badICRC(), mrc.DropBadICRC},
-		{"checksum", flip(orig, wire.IPv6Len+6), mrc.DropBadChecksum},
-		{"wrong QPN", forge(func(p *wire.Packet) { p.BTH.DestQP = 0x7777 }), mrc.DropUnknownQP},
-		{"wrong source", forge(func(p *wire.Packet) { p.IP.Src[15] ^= 0x40 }), mrc.DropBadSource},
-		{"PSN beyond window", forge(func(p *wire.Packet) { p.BTH.PSN = (p.BTH.PSN + 1<<20) & wire.PSNMask }), mrc.DropOutOfWindow},
-		{"bad R_Key", forge(func(p *wire.Packet) { p.RETH.RKey ^= 0x10 }), mrc.DropBadRKey},
-		{"stale key tag", forge(func(p *wire.Packet) { p.RETH.RKey ^= 0x01 }), mrc.DropBadRKey},
-		{"VA below region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr - 1 }), mrc.DropBounds},
-		{"VA past region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr + mr.Len - 100 }), mrc.DropBounds},
-		{"VA wraps", forge(func(p *wire.Packet) { p.RETH.VA = ^uint64(0) - 10 }), mrc.DropBounds},
-		{"wrong port", forge(func(p *wire.Packet) { p.UDP.DstPort = 4792 }), mrc.DropNotMRC},
-		{"wrong P_Key", forge(func(p *wire.Packet) { p.BTH.PKey = 0x1234 }), mrc.DropBadPKey},
-		{"unknown opcode", forge(func(p *wire.Packet) { p.BTH.Opcode = 0x04 }), mrc.DropMalformed},
+		{"truncated", orig[:30], verbs.DropMalformed},
+		{"garbage", []byte("definitely not an MRC packet, but long enough to parse a header"), verbs.DropMalformed},
+		{"bit flip", flip(orig, len(orig)-100), verbs.DropBadChecksum},
+		{"bad ICRC", badICRC(), verbs.DropBadICRC},
+		{"checksum", flip(orig, wire.IPv6Len+6), verbs.DropBadChecksum},
+		{"wrong QPN", forge(func(p *wire.Packet) { p.BTH.DestQP = 0x7777 }), verbs.DropUnknownQP},
+		{"wrong source", forge(func(p *wire.Packet) { p.IP.Src[15] ^= 0x40 }), verbs.DropBadSource},
+		{"PSN beyond window", forge(func(p *wire.Packet) { p.BTH.PSN = (p.BTH.PSN + 1<<20) & wire.PSNMask }), verbs.DropOutOfWindow},
+		{"bad R_Key", forge(func(p *wire.Packet) { p.RETH.RKey ^= 0x10 }), verbs.DropBadRKey},
+		{"stale key tag", forge(func(p *wire.Packet) { p.RETH.RKey ^= 0x01 }), verbs.DropBadRKey},
+		{"VA below region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr - 1 }), verbs.DropBounds},
+		{"VA past region", forge(func(p *wire.Packet) { p.RETH.VA = mr.Addr + mr.Len - 100 }), verbs.DropBounds},
+		{"VA wraps", forge(func(p *wire.Packet) { p.RETH.VA = ^uint64(0) - 10 }), verbs.DropBounds},
+		{"wrong port", forge(func(p *wire.Packet) { p.UDP.DstPort = 4792 }), verbs.DropNotMRC},
+		{"wrong P_Key", forge(func(p *wire.Packet) { p.BTH.PKey = 0x1234 }), verbs.DropBadPKey},
+		{"unknown opcode", forge(func(p *wire.Packet) { p.BTH.Opcode = 0x04 }), verbs.DropMalformed},
 	}
 	before := append([]byte(nil), x.dst...)
 	for _, c := range cases {
@@ -156,7 +157,7 @@ func FuzzHandleDatagram(f *testing.F) {
 		}
 		// The endpoint must still be able to send what it owes.
 		for range 64 {
-			if _, ok := epB.PollTransmit(0, mrc.AllPorts, buf); !ok {
+			if _, ok := epB.PollTransmit(0, verbs.AllPorts, buf); !ok {
 				break
 			}
 		}
@@ -243,7 +244,7 @@ func FuzzHandleDatagramRealMemory(f *testing.F) {
 		epB.HandleDatagram(0, int(port%3), pkt, wireLen)
 		s1 := epB.Stats()
 		if extra != 0 {
-			if s1.Drops[mrc.DropMalformed]+s1.Drops[mrc.DropQPState] == s0.Drops[mrc.DropMalformed]+s0.Drops[mrc.DropQPState] ||
+			if s1.Drops[verbs.DropMalformed]+s1.Drops[verbs.DropQPState] == s0.Drops[verbs.DropMalformed]+s0.Drops[verbs.DropQPState] ||
 				s1.DataReceived != s0.DataReceived || s1.TrimmedReceived != s0.TrimmedReceived {
 				t.Fatalf("a datagram %d bytes short of its wire length was not dropped as malformed: % x", extra, pkt)
 			}
@@ -263,7 +264,7 @@ func FuzzHandleDatagramRealMemory(f *testing.F) {
 			}
 		}
 		for range 64 {
-			if _, ok := epB.PollTransmit(0, mrc.AllPorts, buf); !ok {
+			if _, ok := epB.PollTransmit(0, verbs.AllPorts, buf); !ok {
 				break
 			}
 		}
@@ -277,16 +278,16 @@ func TestVerbErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := ep.CreateQP()
-	mr, _ := ep.RegisterMemory(make([]byte, 4096), mrc.AccessLocal)
-	remote := mrc.MR{Key: 7, Addr: 1 << 32, Len: 4096}
-	wr := mrc.WriteRequest{Local: mr, Remote: remote, Length: 100}
-	if err := q.PostWrite(0, wr); !errors.Is(err, mrc.ErrQPState) {
+	mr, _ := ep.RegisterMemory(make([]byte, 4096), verbs.AccessLocal)
+	remote := verbs.MR{Key: 7, Addr: 1 << 32, Len: 4096}
+	wr := verbs.WriteRequest{Local: mr, Remote: remote, Length: 100}
+	if err := q.PostWrite(0, wr); !errors.Is(err, verbs.ErrQPState) {
 		t.Fatalf("PostWrite in RESET: %v", err)
 	}
-	if err := q.ReadyToSend(0, mrc.RTSAttr{}); !errors.Is(err, mrc.ErrQPState) {
+	if err := q.ReadyToSend(0, mrc.RTSAttr{}); !errors.Is(err, verbs.ErrQPState) {
 		t.Fatalf("RESET -> RTS: %v", err)
 	}
-	if err := q.Init(0, mrc.InitAttr{EVs: mrc.EVProfile{PathsPerPlane: 5000}}); !errors.Is(err, mrc.ErrInvalidAttr) {
+	if err := q.Init(0, mrc.InitAttr{EVs: mrc.EVProfile{PathsPerPlane: 5000}}); !errors.Is(err, verbs.ErrInvalidAttr) {
 		t.Fatalf("5000 paths per plane: %v", err)
 	}
 	if err := q.Init(0, mrc.InitAttr{}); err != nil {
@@ -299,28 +300,28 @@ func TestVerbErrors(t *testing.T) {
 		{RemoteQPN: 0x300, Remote: peer, MPRDest: 256},
 		{RemoteQPN: 0x300, Remote: []netip.Addr{netip.MustParseAddr("10.0.0.1")}},
 	} {
-		if err := q.ReadyToReceive(0, a); !errors.Is(err, mrc.ErrInvalidAttr) {
+		if err := q.ReadyToReceive(0, a); !errors.Is(err, verbs.ErrInvalidAttr) {
 			t.Fatalf("RTR %+v: %v", a, err)
 		}
 	}
 	if err := q.ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: 0x300, Remote: peer}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.ReadyToSend(0, mrc.RTSAttr{Timeout: 30}); !errors.Is(err, mrc.ErrInvalidAttr) {
+	if err := q.ReadyToSend(0, mrc.RTSAttr{Timeout: 30}); !errors.Is(err, verbs.ErrInvalidAttr) {
 		t.Fatalf("timeout 30: %v", err)
 	}
 	if err := q.ReadyToSend(0, mrc.RTSAttr{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]struct {
-		wr   mrc.WriteRequest
+		wr   verbs.WriteRequest
 		want error
 	}{
-		"unknown local key":  {mrc.WriteRequest{Local: mrc.MR{Key: 99}, Remote: remote, Length: 1}, mrc.ErrBadMR},
-		"local past the end": {mrc.WriteRequest{Local: mr, LocalOffset: 4000, Remote: remote, Length: 200}, mrc.ErrLocalBounds},
-		"remote past end":    {mrc.WriteRequest{Local: mr, Remote: remote, RemoteOffset: 4095, Length: 2}, mrc.ErrRemoteBounds},
-		"remote offset wrap": {mrc.WriteRequest{Local: mr, Remote: remote, RemoteOffset: ^uint64(0), Length: 2}, mrc.ErrRemoteBounds},
-		"too long":           {mrc.WriteRequest{Local: mr, Remote: remote, Length: 1 << 31}, mrc.ErrInvalidAttr},
+		"unknown local key":  {verbs.WriteRequest{Local: verbs.MR{Key: 99}, Remote: remote, Length: 1}, verbs.ErrBadMR},
+		"local past the end": {verbs.WriteRequest{Local: mr, LocalOffset: 4000, Remote: remote, Length: 200}, verbs.ErrLocalBounds},
+		"remote past end":    {verbs.WriteRequest{Local: mr, Remote: remote, RemoteOffset: 4095, Length: 2}, verbs.ErrRemoteBounds},
+		"remote offset wrap": {verbs.WriteRequest{Local: mr, Remote: remote, RemoteOffset: ^uint64(0), Length: 2}, verbs.ErrRemoteBounds},
+		"too long":           {verbs.WriteRequest{Local: mr, Remote: remote, Length: 1 << 31}, verbs.ErrInvalidAttr},
 	} {
 		if err := q.PostWrite(0, c.wr); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", name, err, c.want)
@@ -330,17 +331,17 @@ func TestVerbErrors(t *testing.T) {
 		t.Fatalf("valid WRITE: %v", err)
 	}
 	q.SetError(0)
-	if err := q.PostWrite(0, wr); !errors.Is(err, mrc.ErrQPState) {
+	if err := q.PostWrite(0, wr); !errors.Is(err, verbs.ErrQPState) {
 		t.Fatalf("PostWrite in ERROR: %v", err)
 	}
 	var flushed bool
 	for ev, ok := ep.PollEvent(); ok; ev, ok = ep.PollEvent() {
-		flushed = flushed || ev.Kind == mrc.EventWriteDone && errors.Is(ev.Err, mrc.ErrFlushed)
+		flushed = flushed || ev.Kind == verbs.EventWriteDone && errors.Is(ev.Err, verbs.ErrFlushed)
 	}
 	if !flushed {
 		t.Fatal("the posted WRITE was not flushed when the QP entered ERROR")
 	}
-	if _, err := mrc.NewEndpoint(mrc.Config{}); !errors.Is(err, mrc.ErrInvalidAttr) {
+	if _, err := mrc.NewEndpoint(mrc.Config{}); !errors.Is(err, verbs.ErrInvalidAttr) {
 		t.Fatalf("no ports: %v", err)
 	}
 }
@@ -361,7 +362,7 @@ func TestAllPathsDead(t *testing.T) {
 		}
 	}
 	x.net.RunUntil(mtime.Time(10*time.Second), func() bool { return len(x.errs) > 0 })
-	if len(x.errs) == 0 || !errors.Is(x.qa.Err(), mrc.ErrNoPath) {
+	if len(x.errs) == 0 || !errors.Is(x.qa.Err(), verbs.ErrNoPath) {
 		t.Fatalf("QP state %v err %v after every path died", x.qa.State(), x.qa.Err())
 	}
 	// Timeout 6 is 65.5 µs: 2 linear retries, then 3 doubling ones
@@ -382,14 +383,14 @@ func TestPortDownRemaps(t *testing.T) {
 	x := newTransfer(t, testnet.Config{Seed: 9, Planes: 4}, mrc.EVProfile{}, mrc.RTSAttr{}, 8<<20)
 	var sentOnDead, peerEvents int
 	down := false
-	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, _ []byte) {
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, _ []byte) {
 		if down && tx.Port == 2 {
 			sentOnDead++
 		}
 	}
 	onEvent := x.net.OnEvent
-	x.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
-		if s == testnet.B && ev.Kind == mrc.EventPeerPorts && ev.PortsUp == 0b1011 {
+	x.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
+		if s == testnet.B && ev.Kind == verbs.EventPeerPorts && ev.PortsUp == 0b1011 {
 			peerEvents++
 		}
 		onEvent(s, ev)
@@ -424,19 +425,19 @@ func TestPhantomTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1<<30, mrc.AccessLocal)
-	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1<<30, mrc.AccessRemoteWrite)
+	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1<<30, verbs.AccessLocal)
+	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1<<30, verbs.AccessRemoteWrite)
 	var wire, carried int
-	n.Tap = func(_ mtime.Time, _ testnet.Side, tx mrc.Transmit, _ []byte) { wire += tx.WireLen; carried += tx.Len }
+	n.Tap = func(_ mtime.Time, _ testnet.Side, tx verbs.Transmit, _ []byte) { wire += tx.WireLen; carried += tx.Len }
 	done := 0
-	n.OnEvent = func(_ testnet.Side, ev mrc.Event) {
-		if ev.Kind == mrc.EventWriteDone && ev.Err == nil {
+	n.OnEvent = func(_ testnet.Side, ev verbs.Event) {
+		if ev.Kind == verbs.EventWriteDone && ev.Err == nil {
 			done++
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range 4 {
-		if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: src, Remote: dst, RemoteOffset: uint64(r.IntN(1 << 20)), Length: 16 << 20}); err != nil {
+		if err := qa.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: src, Remote: dst, RemoteOffset: uint64(r.IntN(1 << 20)), Length: 16 << 20}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
+	"github.com/openmrc/mrc/wire"
 )
 
 // TestWriteImmLimit: a requester keeps at most MaxWimm WRITE_IMMs in flight,
@@ -47,7 +49,7 @@ func TestWriteImmLimit(t *testing.T) {
 
 	x := run(4, 4)
 	x.check()
-	if d := x.net.Endpoint(testnet.B).Stats().Drops[mrc.DropWimmLimit]; d != 0 {
+	if d := x.net.Endpoint(testnet.B).Stats().Drops[verbs.DropWimmLimit]; d != 0 {
 		t.Fatalf("the responder refused %d WRITE_IMMs although the requester kept to the limit", d)
 	}
 
@@ -57,10 +59,10 @@ func TestWriteImmLimit(t *testing.T) {
 	// WRITE_IMMs are in.
 	x = run(16, 2)
 	x.check()
-	if x.qa.State() != mrc.StateRTS || x.qb.State() != mrc.StateRTS {
+	if x.qa.State() != verbs.StateRTS || x.qb.State() != verbs.StateRTS {
 		t.Fatalf("QPs %v/%v after WRITE_IMMs over the limit, want RTS", x.qa.State(), x.qb.State())
 	}
-	if x.qb.Stats().Drops[mrc.DropWimmLimit] == 0 {
+	if x.qb.Stats().Drops[verbs.DropWimmLimit] == 0 {
 		t.Fatal("the responder never refused a WRITE_IMM over its limit")
 	}
 	if n := x.qb.Stats().NACKsSent; n != 0 {
@@ -70,7 +72,7 @@ func TestWriteImmLimit(t *testing.T) {
 
 // postAllImm posts n one-packet WRITE_IMMs.
 func (x *transfer) postAllImm(n int) {
-	srcMR, err := x.net.Endpoint(testnet.A).RegisterMemory(x.src, mrc.AccessLocal)
+	srcMR, err := x.net.Endpoint(testnet.A).RegisterMemory(x.src, verbs.AccessLocal)
 	if err != nil {
 		x.t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func (x *transfer) postAllImm(n int) {
 	for i := range n {
 		x.qb.PostRecv(uint64(i))
 		x.wantImm++
-		err := x.qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: srcMR, LocalOffset: uint64(i * size),
+		err := x.qa.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: srcMR, LocalOffset: uint64(i * size),
 			Remote: x.dstMR, RemoteOffset: uint64(i * size), Length: uint64(size), WithImm: true, Imm: uint32(i)})
 		if err != nil {
 			x.t.Fatal(err)
@@ -122,7 +124,7 @@ func TestSiblingEVsRetiredTogether(t *testing.T) {
 	dead := testnet.Path{Plane: 0, Index: 1}
 	var siblings int
 	for _, ev := range x.qa.EVs() {
-		if mrc.EVPath(ev) == dead.Index {
+		if wire.EV(ev).Path() == dead.Index {
 			siblings++
 		}
 	}
@@ -131,10 +133,10 @@ func TestSiblingEVsRetiredTogether(t *testing.T) {
 	}
 	retiredAt := map[mtime.Time]int{}
 	onEvent := x.net.OnEvent
-	x.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
+	x.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
 		// Only the dead path's EVs: a SACK lost on B's way back over the
 		// dead path can cost an EV of another path a spurious retirement.
-		if s == testnet.A && ev.Kind == mrc.EventEVState && ev.To == mrc.EVAssumedBad && mrc.EVPath(ev.EV) == dead.Index {
+		if s == testnet.A && ev.Kind == verbs.EventEVState && ev.To == verbs.EVAssumedBad && wire.EV(ev.EV).Path() == dead.Index {
 			retiredAt[ev.Time]++
 		}
 		onEvent(s, ev)
@@ -167,27 +169,27 @@ func TestReceiverOnlyRepairsReversePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if qb.State() != mrc.StateRTR {
+	if qb.State() != verbs.StateRTR {
 		t.Fatalf("B in %v, want RTR", qb.State())
 	}
-	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1<<30, mrc.AccessLocal)
-	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1<<30, mrc.AccessRemoteWrite)
+	src, _ := n.Endpoint(testnet.A).RegisterPhantom(1<<30, verbs.AccessLocal)
+	dst, _ := n.Endpoint(testnet.B).RegisterPhantom(1<<30, verbs.AccessRemoteWrite)
 	var retired, resurrected int
 	done := 0
-	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
+	n.OnEvent = func(s testnet.Side, ev verbs.Event) {
 		switch {
-		case s == testnet.B && ev.Kind == mrc.EventEVState && ev.To == mrc.EVAssumedBad:
+		case s == testnet.B && ev.Kind == verbs.EventEVState && ev.To == verbs.EVAssumedBad:
 			retired++
-		case s == testnet.B && ev.Kind == mrc.EventEVState && ev.From == mrc.EVAssumedBad:
+		case s == testnet.B && ev.Kind == verbs.EventEVState && ev.From == verbs.EVAssumedBad:
 			resurrected++
-		case s == testnet.A && ev.Kind == mrc.EventWriteDone && ev.Err == nil:
+		case s == testnet.A && ev.Kind == verbs.EventWriteDone && ev.Err == nil:
 			done++
 		}
 	}
 	dead := testnet.Path{Plane: 0, Index: 1}
 	n.KillPath(dead)
 	for i := range 8 {
-		if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: src, Remote: dst, Length: 1 << 20}); err != nil {
+		if err := qa.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: src, Remote: dst, Length: 1 << 20}); err != nil {
 			t.Fatal(err)
 		}
 	}

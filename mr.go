@@ -1,27 +1,8 @@
 package mrc
 
-import "fmt"
-
-// MR describes a registered memory region: what a peer needs to WRITE
-// into it. Applications exchange it out of band, as with verbs.
-type MR struct {
-	Key  uint32 // L_Key and R_Key (layout: docs/security.md)
-	Addr uint64 // virtual address of the first byte
-	Len  uint64 // length in bytes
-}
-
-// Access is what a memory region allows beyond the local reads of the
-// endpoint's own QPs (the IBTA access flags MRC uses). The zero value is
-// AccessLocal.
-type Access uint8
-
-const (
-	// AccessLocal: the region is a WRITE source only; no peer may write
-	// into it.
-	AccessLocal Access = 0
-	// AccessRemoteWrite: the peer of a QP in the region's protection
-	// domain may WRITE into it.
-	AccessRemoteWrite Access = 1 << 0
+import (
+	"fmt"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // PD is a protection domain: a QP accepts WRITEs only into regions of its
@@ -42,7 +23,7 @@ func (e *Endpoint) AllocPD() PD {
 // pdID returns the id of pd on e, checking that it is one of e's.
 func (e *Endpoint) pdID(pd PD) (uint32, error) {
 	if pd.ep != nil && pd.ep != e || pd.id > e.pds {
-		return 0, fmt.Errorf("%w: protection domain of another endpoint", ErrInvalidAttr)
+		return 0, fmt.Errorf("%w: protection domain of another endpoint", verbs.ErrInvalidAttr)
 	}
 	return pd.id, nil
 }
@@ -51,14 +32,14 @@ func (e *Endpoint) pdID(pd PD) (uint32, error) {
 // local reads and, with AccessRemoteWrite, remote WRITEs, and returns its
 // descriptor. The endpoint reads and writes buf until it is deregistered;
 // the caller must not resize it.
-func (e *Endpoint) RegisterMemory(buf []byte, access Access) (MR, error) {
+func (e *Endpoint) RegisterMemory(buf []byte, access verbs.Access) (verbs.MR, error) {
 	return e.RegisterMemoryPD(PD{}, buf, access)
 }
 
 // RegisterMemoryPD is RegisterMemory in protection domain pd.
-func (e *Endpoint) RegisterMemoryPD(pd PD, buf []byte, access Access) (MR, error) {
+func (e *Endpoint) RegisterMemoryPD(pd PD, buf []byte, access verbs.Access) (verbs.MR, error) {
 	if len(buf) == 0 {
-		return MR{}, fmt.Errorf("%w: empty memory region", ErrInvalidAttr)
+		return verbs.MR{}, fmt.Errorf("%w: empty memory region", verbs.ErrInvalidAttr)
 	}
 	return e.register(pd, uint64(len(buf)), buf, access)
 }
@@ -69,29 +50,29 @@ func (e *Endpoint) RegisterMemoryPD(pd PD, buf []byte, access Access) (MR, error
 // length on the wire. Simulations use it to move terabytes without holding
 // them. An endpoint accepts short (phantom) datagrams only while it has a
 // phantom region, and places them only into one.
-func (e *Endpoint) RegisterPhantom(length uint64, access Access) (MR, error) {
+func (e *Endpoint) RegisterPhantom(length uint64, access verbs.Access) (verbs.MR, error) {
 	if length == 0 {
-		return MR{}, fmt.Errorf("%w: empty memory region", ErrInvalidAttr)
+		return verbs.MR{}, fmt.Errorf("%w: empty memory region", verbs.ErrInvalidAttr)
 	}
 	return e.register(PD{}, length, nil, access)
 }
 
-func (e *Endpoint) register(pd PD, length uint64, buf []byte, access Access) (MR, error) {
+func (e *Endpoint) register(pd PD, length uint64, buf []byte, access verbs.Access) (verbs.MR, error) {
 	id, err := e.pdID(pd)
 	if err != nil {
-		return MR{}, err
+		return verbs.MR{}, err
 	}
-	if access&^AccessRemoteWrite != 0 {
-		return MR{}, fmt.Errorf("%w: access flags %#x", ErrInvalidAttr, uint8(access))
+	if access&^verbs.AccessRemoteWrite != 0 {
+		return verbs.MR{}, fmt.Errorf("%w: access flags %#x", verbs.ErrInvalidAttr, uint8(access))
 	}
-	r, err := e.mem.Register(length, buf, id, access&AccessRemoteWrite != 0, e.rng.Uint32())
+	r, err := e.mem.Register(length, buf, id, access&verbs.AccessRemoteWrite != 0, e.rng.Uint32())
 	if err != nil {
-		return MR{}, fmt.Errorf("%w: %v (%d bytes)", ErrInvalidAttr, err, length)
+		return verbs.MR{}, fmt.Errorf("%w: %v (%d bytes)", verbs.ErrInvalidAttr, err, length)
 	}
 	if buf == nil {
 		e.phantoms++
 	}
-	return MR{Key: r.Key, Addr: r.Addr, Len: r.Len}, nil
+	return verbs.MR{Key: r.Key, Addr: r.Addr, Len: r.Len}, nil
 }
 
 // DeregisterMemory removes the region with key. WRITEs still posted from
@@ -99,7 +80,7 @@ func (e *Endpoint) register(pd PD, length uint64, buf []byte, access Access) (MR
 func (e *Endpoint) DeregisterMemory(key uint32) error {
 	r := e.mem.Lookup(key)
 	if r == nil {
-		return ErrBadMR
+		return verbs.ErrBadMR
 	}
 	if r.Buf == nil {
 		e.phantoms--

@@ -2,6 +2,7 @@ package mrc
 
 import (
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 type peer struct {
 	addrs [][16]byte
 	qps   []*QP
-	up    PortMask // the peer's ports that are up, as it last said
+	up    verbs.PortMask // the peer's ports that are up, as it last said
 
 	// Our pending announcement to it, and the TSETH tx_timestamp of each
 	// try: a response echoing one of them answers it.
@@ -70,7 +71,7 @@ func (e *Endpoint) peerBySource(src [16]byte, port int) *peer {
 // every peer is told.
 func (e *Endpoint) SetPortUp(now mtime.Time, port int, up bool) error {
 	if port < 0 || port >= len(e.ports) {
-		return ErrBadPort
+		return verbs.ErrBadPort
 	}
 	if e.ports[port].up == up {
 		return nil
@@ -82,7 +83,7 @@ func (e *Endpoint) SetPortUp(now mtime.Time, port int, up bool) error {
 			return
 		}
 		q.evs.SetPlaneUp(port, up && q.peer.up&(1<<port) != 0)
-		if !up && q.state == StateRTS {
+		if !up && q.state == verbs.StateRTS {
 			q.tx.planeDown(q, port)
 		}
 		e.markReady(q)
@@ -96,7 +97,7 @@ func (e *Endpoint) SetPortUp(now mtime.Time, port int, up bool) error {
 }
 
 // remoteUp applies the peer's port status to q.
-func (q *QP) remoteUp(up PortMask) {
+func (q *QP) remoteUp(up verbs.PortMask) {
 	for pl := range len(q.ep.ports) {
 		q.evs.SetPlaneUp(pl, up&(1<<pl) != 0 && q.ep.up&(1<<pl) != 0)
 	}
@@ -106,7 +107,7 @@ func (q *QP) remoteUp(up PortMask) {
 func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 	pr := e.peerBySource(p.IP.Src, port)
 	if pr == nil {
-		e.drop(now, &e.stats, 0, DropBadSource)
+		e.drop(now, &e.stats, 0, verbs.DropBadSource)
 		return
 	}
 	switch p.BTH.Opcode {
@@ -116,16 +117,16 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 			return
 		}
 		if !pr.requests.take(now, portRequestsPerLossTimeout, e.cfg.LossTimeout) {
-			e.drop(now, &e.stats, 0, DropPortStatus)
+			e.drop(now, &e.stats, 0, verbs.DropPortStatus)
 			return
 		}
 		if p.EPReq.Op == wire.EPPortStatusUpdate {
 			// The request came in on port, so the peer's port of
 			// that plane is up: a mask saying otherwise (every port
 			// down, say) is forged or corrupt.
-			up := PortMask(p.EPReq.PortStatusMask)
+			up := verbs.PortMask(p.EPReq.PortStatusMask)
 			if up&(1<<port) == 0 {
-				e.drop(now, &e.stats, 0, DropPortStatus)
+				e.drop(now, &e.stats, 0, verbs.DropPortStatus)
 				return
 			}
 			e.applyPeerPorts(now, pr, up)
@@ -142,7 +143,7 @@ func (e *Endpoint) handleEndpointOp(now mtime.Time, port int, p *wire.Packet) {
 			}
 		}
 	default:
-		e.drop(now, &e.stats, 0, DropNotMRC)
+		e.drop(now, &e.stats, 0, verbs.DropNotMRC)
 	}
 }
 
@@ -158,7 +159,7 @@ func (p *peer) answers(ts uint16) bool {
 	return false
 }
 
-func (e *Endpoint) applyPeerPorts(now mtime.Time, pr *peer, up PortMask) {
+func (e *Endpoint) applyPeerPorts(now mtime.Time, pr *peer, up verbs.PortMask) {
 	up &= 1<<len(e.ports) - 1
 	if up == pr.up {
 		return
@@ -166,18 +167,18 @@ func (e *Endpoint) applyPeerPorts(now mtime.Time, pr *peer, up PortMask) {
 	went := pr.up &^ up
 	pr.up = up
 	for _, q := range pr.qps {
-		if q.state == StateError || q.destroyed {
+		if q.state == verbs.StateError || q.destroyed {
 			continue
 		}
 		q.remoteUp(up)
-		if q.state == StateRTS {
+		if q.state == verbs.StateRTS {
 			for pl := range len(e.ports) {
 				if went&(1<<pl) != 0 {
 					q.tx.planeDown(q, pl)
 				}
 			}
 		}
-		e.emit(Event{Kind: EventPeerPorts, Time: now, QPN: q.qpn, PortsUp: uint32(up)})
+		e.emit(verbs.Event{Kind: verbs.EventPeerPorts, Time: now, QPN: q.qpn, PortsUp: uint32(up)})
 		e.markReady(q)
 		e.schedule(q, now)
 	}
@@ -208,9 +209,9 @@ func (e *Endpoint) onEndpointTimer(now mtime.Time) {
 }
 
 // pollEndpoint writes a pending endpoint request or response, if any.
-func (e *Endpoint) pollEndpoint(now mtime.Time, free PortMask, buf []byte) (Transmit, bool) {
+func (e *Endpoint) pollEndpoint(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool) {
 	if !e.epWork {
-		return Transmit{}, false
+		return verbs.Transmit{}, false
 	}
 	for _, p := range e.peers {
 		// The peer's first QP that can reach it on a free plane lends
@@ -218,7 +219,7 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free PortMask, buf []byte) (Tran
 		var q *QP
 		plane := -1
 		for _, c := range p.qps {
-			if c.evs == nil || c.state == StateError || c.destroyed {
+			if c.evs == nil || c.state == verbs.StateError || c.destroyed {
 				continue
 			}
 			for pl := range len(e.ports) {
@@ -259,8 +260,8 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free PortMask, buf []byte) (Tran
 		}
 		n := len(wire.AppendPacket(buf[:0], pk, nil))
 		e.onEndpointTimer(now)
-		return Transmit{Port: plane, Len: n, WireLen: n, Kind: KindEndpoint}, true
+		return verbs.Transmit{Port: plane, Len: n, WireLen: n, Kind: verbs.KindEndpoint}.Addressed(pk.Final(), &pk.IP, &pk.UDP), true
 	}
 	e.onEndpointTimer(now)
-	return Transmit{}, false
+	return verbs.Transmit{}, false
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -19,10 +20,10 @@ const (
 // poll writes q's next packet for one of the ports in free. Priority:
 // control packets (SACK, NACK), then probes of retired EVs, then
 // retransmissions, then new data.
-func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResult) {
+func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, pollResult) {
 	q.now = now
-	if q.state < StateRTR || q.state == StateError {
-		return Transmit{}, pollIdle
+	if q.state < verbs.StateRTR || q.state == verbs.StateError {
+		return verbs.Transmit{}, pollIdle
 	}
 	mask := uint32(free)
 	if q.rx.ctrlPending() {
@@ -33,7 +34,7 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 			return tx, pollSent
 		}
 	}
-	if i, ok := q.tx.suspectDue(now); ok && q.state == StateRTS {
+	if i, ok := q.tx.suspectDue(now); ok && q.state == verbs.StateRTS {
 		if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
 			return q.tx.sendSuspectProbe(q, now, i, slot, buf), pollSent
 		}
@@ -44,7 +45,7 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 		}
 		return q.writeProbe(now, slot, q.tx.una, buf), pollSent
 	}
-	if q.state == StateRTS {
+	if q.state == verbs.StateRTS {
 		s := &q.tx
 		if s.rtxReady(q, now) {
 			if slot, ok := q.pickRetransmitEV(now, mask); ok {
@@ -57,24 +58,24 @@ func (q *QP) poll(now mtime.Time, free PortMask, buf []byte) (Transmit, pollResu
 		}
 	}
 	if q.hasWork(now) {
-		return Transmit{}, pollBlocked
+		return verbs.Transmit{}, pollBlocked
 	}
-	return Transmit{}, pollIdle
+	return verbs.Transmit{}, pollIdle
 }
 
 // hasWork reports whether q has a packet to send on some up port.
 func (q *QP) hasWork(now mtime.Time) bool {
-	if q.state < StateRTR || q.state == StateError {
+	if q.state < verbs.StateRTR || q.state == verbs.StateError {
 		return false
 	}
 	up := uint32(q.ep.up)
 	if q.rx.ctrlPending() || q.evs.ProbeDue(now, up) {
 		return true
 	}
-	if _, ok := q.tx.suspectDue(now); ok && q.state == StateRTS && q.evs.Usable(up) {
+	if _, ok := q.tx.suspectDue(now); ok && q.state == verbs.StateRTS && q.evs.Usable(up) {
 		return true
 	}
-	if q.state != StateRTS || !q.evs.Usable(up) {
+	if q.state != verbs.StateRTS || !q.evs.Usable(up) {
 		return false
 	}
 	return q.tx.rtxReady(q, now) || q.tx.newReady(q)
@@ -94,7 +95,7 @@ func (q *QP) pickCtrlEV(now mtime.Time, plane int, mask uint32) (evset.Slot, boo
 
 // writeProbe encodes a reliability probe on EV slot naming PSN p (digest
 // §3.7): the answer's ack_psn_offset names p, and its bitmap covers p.
-func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) Transmit {
+func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) verbs.Transmit {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Data, wire.ECT0)
@@ -106,7 +107,7 @@ func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) 
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, p, slot, 0, "")
-	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: KindProbe}
+	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }
 
 // address fills the IP and UDP headers of pk for a packet of q on EV slot.

@@ -10,6 +10,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -39,7 +40,7 @@ func runBadRKey(t *testing.T, seed uint64) {
 		Jitter: time.Duration(r.IntN(2)) * time.Microsecond}
 	x := newTransfer(t, cfg, mrc.EVProfile{ActivePerPlane: 1 + r.IntN(16)}, mrc.RTSAttr{}, 256<<10)
 	epA, epB := x.net.Endpoint(testnet.A), x.net.Endpoint(testnet.B)
-	src, err := epA.RegisterMemory(x.src, mrc.AccessLocal)
+	src, err := epA.RegisterMemory(x.src, verbs.AccessLocal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func runBadRKey(t *testing.T, seed uint64) {
 	case 2: // a range beyond the region
 		remote.Addr += remote.Len
 	case 3: // a region closed to remote writes
-		mr, err := epB.RegisterMemory(make([]byte, len(x.src)), mrc.AccessLocal)
+		mr, err := epB.RegisterMemory(make([]byte, len(x.src)), verbs.AccessLocal)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,24 +64,24 @@ func runBadRKey(t *testing.T, seed uint64) {
 	}
 	var evChanges int
 	var failedAt mtime.Time
-	x.net.OnEvent = func(s testnet.Side, ev mrc.Event) {
+	x.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
 		switch ev.Kind {
-		case mrc.EventEVState:
+		case verbs.EventEVState:
 			evChanges++
-		case mrc.EventQPError:
+		case verbs.EventQPError:
 			if s == testnet.A && failedAt == 0 {
 				failedAt = ev.Time
 			}
 		}
 	}
 	start := x.net.Now()
-	err = x.qa.PostWrite(start, mrc.WriteRequest{ID: 1, Local: src, Remote: remote, Length: uint64(len(x.src))})
+	err = x.qa.PostWrite(start, verbs.WriteRequest{ID: 1, Local: src, Remote: remote, Length: uint64(len(x.src))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	x.net.Kick(testnet.A)
 	x.net.RunUntil(start.Add(time.Millisecond), func() bool { return failedAt != 0 })
-	if x.qa.State() != mrc.StateError || !errors.Is(x.qa.Err(), mrc.ErrRemoteAccess) {
+	if x.qa.State() != verbs.StateError || !errors.Is(x.qa.Err(), verbs.ErrRemoteAccess) {
 		t.Fatalf("case %d: A's QP is %v with %v, want ERROR with ErrRemoteAccess; A %+v", kind, x.qa.State(), x.qa.Err(), x.qa.Stats())
 	}
 	// One RTT (a few µs here) plus the NAK interval (the base RTT).
@@ -91,7 +92,7 @@ func runBadRKey(t *testing.T, seed uint64) {
 	if evChanges != 0 || x.qa.Stats().EVRetired != 0 || x.qb.Stats().EVRetired != 0 {
 		t.Fatalf("case %d: %d EV state changes (A retired %d)", kind, evChanges, x.qa.Stats().EVRetired)
 	}
-	if x.qb.State() != mrc.StateRTS {
+	if x.qb.State() != verbs.StateRTS {
 		t.Fatalf("case %d: the responder's QP is %v", kind, x.qb.State())
 	}
 	if s := x.qb.Stats(); s.ProtNAKsSent == 0 || s.DataReceived != 0 {
@@ -120,7 +121,7 @@ func TestAttackProtectionNAK(t *testing.T) {
 		sent++
 		return sent < n
 	})
-	if d := a.drops(testnet.A, mrc.DropFatalNACK); d != uint64(sent) {
+	if d := a.drops(testnet.A, verbs.DropFatalNACK); d != uint64(sent) {
 		t.Fatalf("%d forged NAKs counted, want %d", d, sent)
 	}
 	if s := a.qb.Stats(); s.ProtNAKsSent == 0 || s.ProtNAKsSent > uint64(sent)/4 {

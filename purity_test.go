@@ -18,13 +18,13 @@ import (
 )
 
 // purePackages are the protocol core: the module root, its internal core
-// parts, the wire format, congestion control, the nanosecond clock type
-// and the virtual switch. They and every module package they import,
-// directly or not, must stay pure.
+// parts, the wire format, the shared verbs vocabulary, congestion control,
+// the nanosecond clock type and the virtual switch. They and every module
+// package they import, directly or not, must stay pure.
 var purePackages = []string{
 	".", "./internal/evset", "./internal/rxwin", "./internal/psn", "./internal/timerq",
 	"./internal/memreg", "./internal/qptable", "./internal/fifo", "./internal/xrand",
-	"./wire", "./cc", "./mtime", "./vswitch",
+	"./wire", "./cc", "./mtime", "./vswitch", "./verbs",
 }
 
 // impureImport says why a pure package may not import path, or "" if it

@@ -11,35 +11,9 @@ import (
 	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
-
-// QPState is the state of a QP (digest §3.1, the OCP API's lifecycle).
-type QPState uint8
-
-const (
-	StateReset QPState = iota // created; nothing configured
-	StateInit                 // EV and CC profiles bound
-	StateRTR                  // ready to receive: the peer is known
-	StateRTS                  // ready to send
-	StateError                // failed; posted work is flushed
-)
-
-func (s QPState) String() string {
-	switch s {
-	case StateReset:
-		return "RESET"
-	case StateInit:
-		return "INIT"
-	case StateRTR:
-		return "RTR"
-	case StateRTS:
-		return "RTS"
-	case StateError:
-		return "ERROR"
-	}
-	return fmt.Sprintf("QPState(%d)", uint8(s))
-}
 
 // QP is one MRC connection endpoint: a requester that sprays WRITEs over its
 // EVs and a responder that places the peer's. A QP belongs to one Endpoint
@@ -47,10 +21,10 @@ func (s QPState) String() string {
 type QP struct {
 	ep        *Endpoint
 	qpn       uint32
-	state     QPState
+	state     verbs.QPState
 	err       error
 	destroyed bool
-	stats     Stats
+	stats     verbs.Stats
 
 	now   mtime.Time  // the latest time an input or output call passed in
 	timer timerq.Node // the QP's entry in the endpoint's timer heap
@@ -82,13 +56,13 @@ type QP struct {
 func (q *QP) QPN() uint32 { return q.qpn }
 
 // State returns the QP's state.
-func (q *QP) State() QPState { return q.state }
+func (q *QP) State() verbs.QPState { return q.state }
 
 // Err returns why the QP entered ERROR, or nil.
 func (q *QP) Err() error { return q.err }
 
 // Stats returns the QP's counters.
-func (q *QP) Stats() Stats { return q.stats }
+func (q *QP) Stats() verbs.Stats { return q.stats }
 
 // Window returns the congestion window in bytes and the bytes in flight.
 func (q *QP) Window() (cwnd, inflight int) {
@@ -109,8 +83,8 @@ func (q *QP) EVCounts(now mtime.Time) [4]int {
 
 // Init moves the QP from RESET to INIT, binding its EV and CC profiles.
 func (q *QP) Init(now mtime.Time, a InitAttr) error {
-	if q.state != StateReset || q.destroyed {
-		return fmt.Errorf("%w: Init in %v", ErrQPState, q.state)
+	if q.state != verbs.StateReset || q.destroyed {
+		return fmt.Errorf("%w: Init in %v", verbs.ErrQPState, q.state)
 	}
 	e := q.ep
 	pd, err := e.pdID(a.PD)
@@ -128,20 +102,20 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		p.BackupPerPlane = 0
 	}
 	if p.PathsPerPlane == 0 {
-		p.PathsPerPlane = maxPaths
+		p.PathsPerPlane = wire.MaxEVPaths
 	}
 	if p.Skip == 0 {
 		p.Skip = e.cfg.BaseRTT
 	}
-	if p.PathsPerPlane < 1 || p.PathsPerPlane > maxPaths {
-		return fmt.Errorf("%w: %d paths per plane, want 1..%d", ErrInvalidAttr, p.PathsPerPlane, maxPaths)
+	if p.PathsPerPlane < 1 || p.PathsPerPlane > wire.MaxEVPaths {
+		return fmt.Errorf("%w: %d paths per plane, want 1..%d", verbs.ErrInvalidAttr, p.PathsPerPlane, wire.MaxEVPaths)
 	}
 	planes := len(e.ports)
 	if err := checkEVCounts(p, planes); err != nil {
 		return err
 	}
 	values := make([]uint32, 0, planes*(p.ActivePerPlane+p.BackupPerPlane))
-	var used [maxPaths / 64]uint64
+	var used [wire.MaxEVPaths / 64]uint64
 	for pl := range planes {
 		values = appendEVs(values, e.rng, pl, len(values), p.ActivePerPlane+p.BackupPerPlane, p.PathsPerPlane, used[:(p.PathsPerPlane+63)/64])
 	}
@@ -157,7 +131,7 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		ProbeSuccesses:   p.ProbeSuccesses,
 	}, values)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidAttr, err)
+		return fmt.Errorf("%w: %v", verbs.ErrInvalidAttr, err)
 	}
 	evs.Notify = q.onEVTransition
 	q.pd, q.evp, q.evs = pd, p, evs
@@ -171,7 +145,7 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 			}.WithDefaults(), now)
 		}
 	}
-	q.setState(now, StateInit)
+	q.setState(now, verbs.StateInit)
 	return nil
 }
 
@@ -182,7 +156,7 @@ func checkEVCounts(p EVProfile, planes int) error {
 	if p.ActivePerPlane < 1 || p.ActivePerPlane > evset.MaxEVs || p.BackupPerPlane > evset.MaxEVs ||
 		(p.ActivePerPlane+p.BackupPerPlane)*planes > evset.MaxEVs {
 		return fmt.Errorf("%w: %d active and %d backup EVs on each of %d planes, want 1..%d in all",
-			ErrInvalidAttr, p.ActivePerPlane, p.BackupPerPlane, planes, evset.MaxEVs)
+			verbs.ErrInvalidAttr, p.ActivePerPlane, p.BackupPerPlane, planes, evset.MaxEVs)
 	}
 	return nil
 }
@@ -190,8 +164,8 @@ func checkEVCounts(p EVProfile, planes int) error {
 // ReadyToReceive moves the QP from INIT to RTR: it learns its peer and
 // starts accepting the peer's WRITEs.
 func (q *QP) ReadyToReceive(now mtime.Time, a RTRAttr) error {
-	if q.state != StateInit {
-		return fmt.Errorf("%w: ReadyToReceive in %v", ErrQPState, q.state)
+	if q.state != verbs.StateInit {
+		return fmt.Errorf("%w: ReadyToReceive in %v", verbs.ErrQPState, q.state)
 	}
 	e := q.ep
 	if a.MPRDest == 0 {
@@ -202,36 +176,36 @@ func (q *QP) ReadyToReceive(now mtime.Time, a RTRAttr) error {
 	}
 	switch {
 	case len(a.Remote) != len(e.ports):
-		return fmt.Errorf("%w: %d remote addresses for %d ports", ErrInvalidAttr, len(a.Remote), len(e.ports))
+		return fmt.Errorf("%w: %d remote addresses for %d ports", verbs.ErrInvalidAttr, len(a.Remote), len(e.ports))
 	case a.RemoteQPN > psn.Mask || a.RemoteQPN <= wire.QPNEndpoint:
-		return fmt.Errorf("%w: remote QPN %d", ErrInvalidAttr, a.RemoteQPN)
+		return fmt.Errorf("%w: remote QPN %d", verbs.ErrInvalidAttr, a.RemoteQPN)
 	case a.RecvPSN > psn.Mask:
-		return fmt.Errorf("%w: receive PSN %d is not 24-bit", ErrInvalidAttr, a.RecvPSN)
+		return fmt.Errorf("%w: receive PSN %d is not 24-bit", verbs.ErrInvalidAttr, a.RecvPSN)
 	case a.MPRDest < 1 || a.MPRDest > 255:
-		return fmt.Errorf("%w: MPR %d, want 1..255", ErrInvalidAttr, a.MPRDest)
+		return fmt.Errorf("%w: MPR %d, want 1..255", verbs.ErrInvalidAttr, a.MPRDest)
 	case a.MaxWimmDest < 1 || a.MaxWimmDest > 1<<15:
-		return fmt.Errorf("%w: max WRITE_IMM %d", ErrInvalidAttr, a.MaxWimmDest)
+		return fmt.Errorf("%w: max WRITE_IMM %d", verbs.ErrInvalidAttr, a.MaxWimmDest)
 	case a.Paths == nil && e.cfg.Encap != EncapPlain:
-		return fmt.Errorf("%w: %v encapsulation needs a path map", ErrInvalidAttr, e.cfg.Encap)
+		return fmt.Errorf("%w: %v encapsulation needs a path map", verbs.ErrInvalidAttr, e.cfg.Encap)
 	}
 	q.remote = make([][16]byte, len(a.Remote))
 	for i, addr := range a.Remote {
 		if !addr.Is6() || addr.Is4In6() {
-			return fmt.Errorf("%w: remote address %v is not IPv6", ErrInvalidAttr, addr)
+			return fmt.Errorf("%w: remote address %v is not IPv6", verbs.ErrInvalidAttr, addr)
 		}
 		q.remote[i] = addr.As16()
 	}
 	q.remoteQPN, q.paths = a.RemoteQPN, a.Paths
 	q.rx.init(psn.PSN(a.RecvPSN), a.MPRDest, a.MaxWimmDest)
 	q.peer = e.peerFor(q)
-	q.setState(now, StateRTR)
+	q.setState(now, verbs.StateRTR)
 	return nil
 }
 
 // ReadyToSend moves the QP from RTR to RTS: it may post WRITEs.
 func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
-	if q.state != StateRTR {
-		return fmt.Errorf("%w: ReadyToSend in %v", ErrQPState, q.state)
+	if q.state != verbs.StateRTR {
+		return fmt.Errorf("%w: ReadyToSend in %v", verbs.ErrQPState, q.state)
 	}
 	if a.MPR == 0 {
 		a.MPR = 8
@@ -254,29 +228,29 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 	}
 	switch {
 	case a.SendPSN > psn.Mask:
-		return fmt.Errorf("%w: send PSN %d is not 24-bit", ErrInvalidAttr, a.SendPSN)
+		return fmt.Errorf("%w: send PSN %d is not 24-bit", verbs.ErrInvalidAttr, a.SendPSN)
 	case a.MPR < 1 || a.MPR > 255:
-		return fmt.Errorf("%w: MPR %d, want 1..255", ErrInvalidAttr, a.MPR)
+		return fmt.Errorf("%w: MPR %d, want 1..255", verbs.ErrInvalidAttr, a.MPR)
 	case a.MaxWimm < 1 || a.MaxWimm > 1<<15:
-		return fmt.Errorf("%w: max WRITE_IMM %d", ErrInvalidAttr, a.MaxWimm)
+		return fmt.Errorf("%w: max WRITE_IMM %d", verbs.ErrInvalidAttr, a.MaxWimm)
 	case a.Timeout < 1 || a.Timeout > 24:
-		return fmt.Errorf("%w: timeout exponent %d, want 1..24", ErrInvalidAttr, a.Timeout)
+		return fmt.Errorf("%w: timeout exponent %d, want 1..24", verbs.ErrInvalidAttr, a.Timeout)
 	case a.RetryLinear > 7 || a.RetryExp > RetryForever:
-		return fmt.Errorf("%w: retry counts %d/%d, want ≤7/≤%d", ErrInvalidAttr, a.RetryLinear, a.RetryExp, RetryForever)
+		return fmt.Errorf("%w: retry counts %d/%d, want ≤7/≤%d", verbs.ErrInvalidAttr, a.RetryLinear, a.RetryExp, RetryForever)
 	case a.SQDepth < 1 || a.SQDepth > 1<<16:
-		return fmt.Errorf("%w: send queue depth %d", ErrInvalidAttr, a.SQDepth)
+		return fmt.Errorf("%w: send queue depth %d", verbs.ErrInvalidAttr, a.SQDepth)
 	}
 	q.cc = q.newCC(now)
 	q.tx.init(now, a)
-	q.setState(now, StateRTS)
+	q.setState(now, verbs.StateRTS)
 	return nil
 }
 
 // SetError moves the QP to ERROR: posted work completes with ErrFlushed and
 // the QP sends and accepts nothing more.
-func (q *QP) SetError(now mtime.Time) { q.fail(now, ErrFlushed) }
+func (q *QP) SetError(now mtime.Time) { q.fail(now, verbs.ErrFlushed) }
 
-func (q *QP) setState(now mtime.Time, s QPState) {
+func (q *QP) setState(now mtime.Time, s verbs.QPState) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		t.Trace(&trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
 	}
@@ -286,53 +260,38 @@ func (q *QP) setState(now mtime.Time, s QPState) {
 
 // fail moves the QP to ERROR with err, flushing its work.
 func (q *QP) fail(now mtime.Time, err error) {
-	if q.state == StateError {
+	if q.state == verbs.StateError {
 		return
 	}
 	q.err = err
-	q.setState(now, StateError)
-	q.ep.emit(Event{Kind: EventQPError, Time: now, QPN: q.qpn, Err: err})
+	q.setState(now, verbs.StateError)
+	q.ep.emit(verbs.Event{Kind: verbs.EventQPError, Time: now, QPN: q.qpn, Err: err})
 	q.tx.flush(q, now)
 	if q.rx.acks != nil {
 		q.rx.acks.ctrl.clear()
 	}
 }
 
-// WriteRequest is a posted RDMA WRITE or WRITE_IMM.
-type WriteRequest struct {
-	ID           uint64 // returned in the completion
-	Local        MR     // the local region the bytes come from
-	LocalOffset  uint64
-	Remote       MR // the peer's region (from its RegisterMemory)
-	RemoteOffset uint64
-	Length       uint64 // bytes; at most MaxWriteLen
-	WithImm      bool   // WRITE_IMM: deliver Imm into a receive posted at the peer
-	Imm          uint32
-}
-
-// MaxWriteLen is the largest WRITE: the RETH DMA length is 32 bits.
-const MaxWriteLen = 1<<31 - 1
-
 // PostWrite queues a WRITE. It fails unless the QP is in RTS, the local
 // range lies in a registered region, and the remote range lies in wr.Remote.
-func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
-	if q.state != StateRTS {
-		return fmt.Errorf("%w: PostWrite in %v", ErrQPState, q.state)
+func (q *QP) PostWrite(now mtime.Time, wr verbs.WriteRequest) error {
+	if q.state != verbs.StateRTS {
+		return fmt.Errorf("%w: PostWrite in %v", verbs.ErrQPState, q.state)
 	}
 	q.now = max(q.now, now)
 	r := q.ep.mem.Lookup(wr.Local.Key)
 	if r == nil || r.PD != q.pd {
-		return fmt.Errorf("%w: local key %#x in the QP's protection domain", ErrBadMR, wr.Local.Key)
+		return fmt.Errorf("%w: local key %#x in the QP's protection domain", verbs.ErrBadMR, wr.Local.Key)
 	}
-	if wr.Length > MaxWriteLen {
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidAttr, wr.Length, MaxWriteLen)
+	if wr.Length > verbs.MaxWriteLen {
+		return fmt.Errorf("%w: %d bytes, at most %d", verbs.ErrInvalidAttr, wr.Length, verbs.MaxWriteLen)
 	}
 	off, ok := r.Span(r.Addr+wr.LocalOffset, wr.Length)
 	if !ok || wr.LocalOffset > r.Len {
-		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
+		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", verbs.ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
 	}
 	if wr.RemoteOffset > wr.Remote.Len || wr.Length > wr.Remote.Len-wr.RemoteOffset {
-		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
+		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", verbs.ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
 	}
 	var src []byte
 	if r.Buf != nil {
@@ -349,11 +308,11 @@ func (q *QP) PostWrite(now mtime.Time, wr WriteRequest) error {
 // PostRecv posts a receive for one WRITE_IMM from the peer; id comes back
 // in its EventRecvImm. Allowed from INIT on.
 func (q *QP) PostRecv(id uint64) error {
-	if q.state == StateReset || q.state == StateError {
-		return fmt.Errorf("%w: PostRecv in %v", ErrQPState, q.state)
+	if q.state == verbs.StateReset || q.state == verbs.StateError {
+		return fmt.Errorf("%w: PostRecv in %v", verbs.ErrQPState, q.state)
 	}
 	q.rx.recvs = append(q.rx.recvs, id)
-	if q.state >= StateRTR {
+	if q.state >= verbs.StateRTR {
 		q.rx.deliverImms(q, q.now)
 	}
 	return nil
@@ -394,7 +353,7 @@ func (q *QP) EVs() []uint32 {
 }
 
 // EVState returns the state of EV ev at now.
-func (q *QP) EVState(now mtime.Time, ev uint32) (EVState, bool) {
+func (q *QP) EVState(now mtime.Time, ev uint32) (verbs.EVState, bool) {
 	slot, ok := q.slotOf(ev)
 	if !ok {
 		return 0, false
@@ -435,16 +394,16 @@ func (q *QP) onEVTransition(t evset.Transition) {
 	if t.From == evset.AssumedBad {
 		q.stats.EVResurrected++
 	}
-	q.ep.emit(Event{Kind: EventEVState, Time: q.now, QPN: q.qpn, EV: t.EV, Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
+	q.ep.emit(verbs.Event{Kind: verbs.EventEVState, Time: q.now, QPN: q.qpn, EV: t.EV, Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
 }
 
 // deadline returns the QP's next timer deadline after now.
 func (q *QP) deadline(now mtime.Time) mtime.Time {
-	if q.state < StateRTR || q.state == StateError {
+	if q.state < verbs.StateRTR || q.state == verbs.StateError {
 		return mtime.Never
 	}
 	t := mtime.Min(q.rx.deadline(), q.evs.NextDeadline(now))
-	if q.state == StateRTS {
+	if q.state == verbs.StateRTS {
 		t = mtime.Min(t, q.tx.deadline(q))
 	}
 	return t
@@ -453,12 +412,12 @@ func (q *QP) deadline(now mtime.Time) mtime.Time {
 // onTimer runs whatever is due at now.
 func (q *QP) onTimer(now mtime.Time) {
 	q.now = now
-	if q.state < StateRTR || q.state == StateError {
+	if q.state < verbs.StateRTR || q.state == verbs.StateError {
 		return
 	}
 	q.rx.onTimer(q, now)
 	q.evs.ExpireProbes(now)
-	if q.state == StateRTS {
+	if q.state == verbs.StateRTS {
 		q.tx.onTimer(q, now)
 	}
 	if q.hasWork(now) {
@@ -475,29 +434,6 @@ const (
 	defaultBackupEVs = 16
 )
 
-// EV layout (our choice, docs/spec-gaps.md): the UDP source port half is
-// 0b11 followed by the EV's 14-bit slot in the QP's EV table, so that a
-// reflected EV finds its slot without a lookup table, and sits in the
-// RoCEv2 source-port range 0xC000–0xFFFF; the flow-label half is the
-// plane (4 bits) and the path index within the plane (12 bits).
-const (
-	evSlotMark  = 0xC000_0000
-	evSlotShift = 16
-	evPlaneBits = 12
-	maxPaths    = 1 << evPlaneBits
-)
-
-// EVPlane returns the plane an EV belongs to.
-func EVPlane(ev uint32) int { return int(ev>>evPlaneBits) & (MaxPlanes - 1) }
-
-// EVPath returns the path index of an EV within its plane: in SRv6 mode it
-// selects the path's uplink (the T1 switch of a two-tier plane).
-func EVPath(ev uint32) int { return int(ev & (maxPaths - 1)) }
-
-func makeEV(slot, plane, path int) uint32 {
-	return evSlotMark | uint32(slot)<<evSlotShift | uint32(plane)<<evPlaneBits | uint32(path)
-}
-
 // appendEVs appends n EVs for plane, the first in slot first, drawing path
 // indices uniformly without repetition while the plane has enough paths
 // (then another round, and so on). used is scratch for one round's draws.
@@ -511,7 +447,7 @@ func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, path
 			p = r.IntN(paths)
 		}
 		used[p/64] |= 1 << (p % 64)
-		dst = append(dst, makeEV(first+i, plane, p))
+		dst = append(dst, uint32(wire.NewEV(first+i, plane, p)))
 	}
 	return dst
 }
@@ -526,7 +462,7 @@ func (q *QP) retirePath(now mtime.Time, slot evset.Slot) {
 	ev := q.evs.Value(slot)
 	for i := range q.evs.Len() {
 		other := evset.Slot(i)
-		if v := q.evs.Value(other); other != slot && EVPlane(v) == EVPlane(ev) && EVPath(v) == EVPath(ev) {
+		if v := q.evs.Value(other); other != slot && wire.EV(v).Plane() == wire.EV(ev).Plane() && wire.EV(v).Path() == wire.EV(ev).Path() {
 			q.evs.OnBad(now, other, evset.ReasonLoss)
 		}
 	}
@@ -534,11 +470,12 @@ func (q *QP) retirePath(now mtime.Time, slot evset.Slot) {
 
 // slotOf returns the slot of EV value ev, if it is one of the QP's.
 func (q *QP) slotOf(ev uint32) (evset.Slot, bool) {
-	if q.evs == nil || ev&evSlotMark != evSlotMark {
+	i, ok := wire.EV(ev).Slot()
+	if q.evs == nil || !ok {
 		return 0, false
 	}
-	slot := evset.Slot(ev >> evSlotShift & (evset.MaxEVs - 1))
-	if int(slot) >= q.evs.Len() || q.evs.Value(slot) != ev {
+	slot := evset.Slot(i)
+	if i >= q.evs.Len() || q.evs.Value(slot) != ev {
 		return 0, false
 	}
 	return slot, true

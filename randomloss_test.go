@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -42,7 +43,7 @@ func runRandomLoss(t *testing.T, loss float64, seed uint64) {
 	x := newTransfer(t, cfg, mrc.EVProfile{ActivePerPlane: 16}, rts, 16<<20)
 	const hole = 100 + 500 // testnet's first PSN is 100
 	holeSent, sacksKilled := 0, 0
-	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+	x.net.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
 		var p wire.Packet
 		if p.Decode(pkt) != nil {
 			return

@@ -9,6 +9,7 @@ import (
 	"github.com/openmrc/mrc/internal/rxwin"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -223,18 +224,18 @@ func (q *QP) SetReceivePenalty(pen uint8) {
 // handle processes a packet addressed to q.
 func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	q.now = now
-	if q.state < StateRTR || q.state == StateError {
-		q.ep.drop(now, &q.stats, q.qpn, DropQPState)
+	if q.state < verbs.StateRTR || q.state == verbs.StateError {
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropQPState)
 		return
 	}
 	if p.IP.Src != q.remote[port] {
-		q.ep.drop(now, &q.stats, q.qpn, DropBadSource)
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropBadSource)
 		return
 	}
 	switch op := p.BTH.Opcode; {
 	case op.IsData():
 		q.recvData(now, port, p, phantom)
-	case op == wire.OpSACK && q.state == StateRTS:
+	case op == wire.OpSACK && q.state == verbs.StateRTS:
 		q.tx.onSACK(q, now, port, &p.SACK)
 	case op == wire.OpSACK && p.SACK.PR:
 		// The answer to a reliability probe of a QP that does not
@@ -242,14 +243,14 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		// answer may be in flight when it changes state).
 		q.stats.SACKsReceived++
 		q.pathFeedback(now, &p.SACK)
-	case op == wire.OpNACK && q.state == StateRTS:
+	case op == wire.OpNACK && q.state == verbs.StateRTS:
 		q.tx.onNACK(q, now, port, &p.NACK)
-	case op == wire.OpAck && q.state == StateRTS && nakError(p.AETH.Syndrome) != nil:
+	case op == wire.OpAck && q.state == verbs.StateRTS && nakError(p.AETH.Syndrome) != nil:
 		q.tx.onAETH(q, now, port, psn.PSN(p.BTH.PSN), p.AETH.Syndrome)
 	case op == wire.OpProbe:
 		q.rx.onProbe(q, now, port, p)
 	default:
-		q.ep.drop(now, &q.stats, q.qpn, DropNotMRC)
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropNotMRC)
 	}
 }
 
@@ -279,7 +280,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
 	if d >= r.win.Size() {
-		q.ep.drop(now, &q.stats, q.qpn, DropOutOfWindow)
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropOutOfWindow)
 		q.nackOutOfWindow(now, t0, p, phantom, trimmed)
 		return
 	}
@@ -381,13 +382,13 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 // limit. It returns the region and the offset of p's payload in it, or
 // why p must be dropped. A bad RQMSN is dropped, not NACKed: anyone can
 // forge one, and WIMM_LIMIT would fail the honest requester's QP.
-func (q *QP) placement(p *wire.Packet, phantom, trimmed, fresh bool) (*memreg.Region, uint64, DropReason) {
+func (q *QP) placement(p *wire.Packet, phantom, trimmed, fresh bool) (*memreg.Region, uint64, verbs.DropReason) {
 	reg := q.ep.mem.Lookup(p.RETH.RKey)
 	if reg == nil {
-		return nil, 0, DropBadRKey
+		return nil, 0, verbs.DropBadRKey
 	}
 	if !reg.Writable(q.pd) {
-		return nil, 0, DropAccess
+		return nil, 0, verbs.DropAccess
 	}
 	size := uint64(p.PayloadLen)
 	if trimmed {
@@ -395,25 +396,25 @@ func (q *QP) placement(p *wire.Packet, phantom, trimmed, fresh bool) (*memreg.Re
 	}
 	off, ok := reg.Span(p.RETH.VA, size)
 	if !ok || size > uint64(p.RETH.DMALen) {
-		return nil, 0, DropBounds
+		return nil, 0, verbs.DropBounds
 	}
 	if !trimmed && phantom != (reg.Buf == nil) {
-		return nil, 0, DropPhantom
+		return nil, 0, verbs.DropPhantom
 	}
 	r := &q.rx
 	if d := int16(p.METH.RQMSN - r.immNext); fresh && p.BTH.Opcode.HasImm() && (d < 0 || int(d) >= r.maxWimm) {
-		return nil, 0, DropWimmLimit
+		return nil, 0, verbs.DropWimmLimit
 	}
 	return reg, off, dropNone
 }
 
 // protSyndrome returns the RoCE NAK syndrome that reports a failed memory
 // check, or 0 for a drop that stays silent.
-func protSyndrome(why DropReason) uint8 {
+func protSyndrome(why verbs.DropReason) uint8 {
 	switch why {
-	case DropBadRKey, DropAccess, DropBounds:
+	case verbs.DropBadRKey, verbs.DropAccess, verbs.DropBounds:
 		return wire.AETHNakRemoteAccess
-	case DropPhantom:
+	case verbs.DropPhantom:
 		return wire.AETHNakInvalidRequest
 	}
 	return 0
@@ -425,7 +426,7 @@ func protSyndrome(why DropReason) uint8 {
 // (docs/spec-gaps.md, "Protection errors"). At most one NAK of a first
 // transmission and one of a retransmission go out per RTT: a forged
 // packet gets at most one small answer.
-func (q *QP) nakProtection(now mtime.Time, t0 trigger, why DropReason, msn uint16, rtx bool) {
+func (q *QP) nakProtection(now mtime.Time, t0 trigger, why verbs.DropReason, msn uint16, rtx bool) {
 	syn := protSyndrome(why)
 	if syn == 0 {
 		return
@@ -438,7 +439,7 @@ func (q *QP) nakProtection(now mtime.Time, t0 trigger, why DropReason, msn uint1
 	if !q.allowAnswer(now, b, 1) {
 		return
 	}
-	q.rx.queue(q, ctrlPkt{kind: KindNACK, seq: msn, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, aeth: syn})
+	q.rx.queue(q, ctrlPkt{kind: verbs.KindNACK, seq: msn, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, aeth: syn})
 	q.ep.markReady(q)
 }
 
@@ -460,7 +461,7 @@ func (q *QP) nackOutOfWindow(now mtime.Time, t0 trigger, p *wire.Packet, phantom
 	if !q.allowAnswer(now, &r.ack().oorNACKs, oorNACKsPerRTT) {
 		return
 	}
-	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, reason: wire.NackPSNOORWindow})
+	r.queue(q, ctrlPkt{kind: verbs.KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, reason: wire.NackPSNOORWindow})
 	q.ep.markReady(q)
 }
 
@@ -487,7 +488,7 @@ func (q *QP) recvTrimmed(now mtime.Time, t0 trigger, fresh, lastHop bool) {
 	if t0.ce {
 		m = wire.SackSkipOnce
 	}
-	r.queue(q, ctrlPkt{kind: KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, m: m, reason: reason})
+	r.queue(q, ctrlPkt{kind: verbs.KindNACK, port: t0.port, psn: t0.psn, ev: t0.ev, ts: t0.ts, m: m, reason: reason})
 	e.markReady(q)
 }
 
@@ -533,7 +534,7 @@ func (r *receiver) deliverImms(q *QP, now mtime.Time) {
 		if !s.valid || !s.psn.Less(r.win.Next()) {
 			return
 		}
-		q.ep.emit(Event{Kind: EventRecvImm, Time: now, QPN: q.qpn, WRID: r.recvs[r.recvHead], Bytes: uint64(s.bytes), Imm: s.imm})
+		q.ep.emit(verbs.Event{Kind: verbs.EventRecvImm, Time: now, QPN: q.qpn, WRID: r.recvs[r.recvHead], Bytes: uint64(s.bytes), Imm: s.imm})
 		q.stats.ImmsDelivered++
 		*s = immSlot{}
 		r.immNext++
@@ -579,7 +580,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	}
 	a := r.ack()
 	r.queue(q, ctrlPkt{
-		kind:    KindSACK,
+		kind:    verbs.KindSACK,
 		seq:     a.sackSeq,
 		port:    r.trig.port,
 		psn:     cack,
@@ -607,7 +608,7 @@ func clamp16(v int) int16 { return int16(max(min(v, 1<<15-1), -1<<15)) }
 
 // ctrlPkt is a queued SACK or NACK.
 type ctrlPkt struct {
-	kind    PacketKind
+	kind    verbs.PacketKind
 	seq     uint16 // SACK sequence number
 	port    int    // the plane the trigger arrived on; preferred for the reply
 	psn     psn.PSN
@@ -682,13 +683,13 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 }
 
 // writeCtrl encodes control packet c on EV slot into buf.
-func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) Transmit {
+func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) verbs.Transmit {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	pk.PayloadLen = 0
 	switch c.kind {
-	case KindSACK:
+	case verbs.KindSACK:
 		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpSACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
 		pk.SACK = wire.SACK{
 			M:            c.m,
@@ -707,7 +708,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 				RcvdBytes:   c.rcvd & (1<<24 - 1),
 			},
 		}
-	case KindNACK:
+	case verbs.KindNACK:
 		if c.aeth != 0 {
 			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpAck, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
 			pk.AETH = wire.AETH{Syndrome: c.aeth, MSN: uint32(c.seq)}
@@ -719,7 +720,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 		q.stats.NACKsSent++
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
-	if c.kind == KindSACK {
+	if c.kind == verbs.KindSACK {
 		q.stats.SACKsSent++
 		a := q.rx.acks
 		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
@@ -727,5 +728,5 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: q.evs.Value(slot), Plane: q.evs.Plane(slot)})
 		}
 	}
-	return Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: c.kind}
+	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: c.kind}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -30,7 +31,7 @@ func TestPropertyLostSACKsRetireNoEV(t *testing.T) {
 			ev := mrc.EVProfile{ActivePerPlane: 2 + r.IntN(8)}
 			x := newTransfer(t, cfg, ev, mrc.RTSAttr{}, (64+r.IntN(512))<<10)
 			lost := 0
-			x.net.Tap = func(_ mtime.Time, from testnet.Side, _ mrc.Transmit, pkt []byte) {
+			x.net.Tap = func(_ mtime.Time, from testnet.Side, _ verbs.Transmit, pkt []byte) {
 				var p wire.Packet
 				if from == testnet.B && p.Decode(pkt) == nil && p.BTH.Opcode == wire.OpSACK && r.Float64() < 0.3 {
 					lost++

@@ -10,6 +10,7 @@ import (
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -169,10 +170,10 @@ func (s *sender) grow(n int) {
 func (s *sender) rec(p psn.PSN) *txPkt { return &s.ring[int(p)&s.mask] }
 
 // post queues a WRITE.
-func (s *sender) post(q *QP, wr WriteRequest, src []byte) error {
+func (s *sender) post(q *QP, wr verbs.WriteRequest, src []byte) error {
 	if n := s.wqeTail - s.wqeHead; n == uint64(len(s.wqes)) {
 		if n >= uint64(s.sqDepth) {
-			return ErrQueueFull
+			return verbs.ErrQueueFull
 		}
 		s.growWQEs()
 	}
@@ -267,7 +268,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 }
 
 // sendNew writes the next new data packet on EV slot.
-func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) verbs.Transmit {
 	if s.nxt.Sub(s.una) >= len(s.ring) {
 		s.grow(max(s.nxt.Sub(s.una)+1, 16))
 	}
@@ -295,7 +296,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Tra
 }
 
 // sendRetransmit writes the oldest queued retransmission on EV slot.
-func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte) Transmit {
+func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte) verbs.Transmit {
 	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
@@ -330,7 +331,7 @@ func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
 }
 
 // writeData encodes the data packet of PSN p into buf.
-func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit {
+func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) verbs.Transmit {
 	e, s := q.ep, &q.tx
 	r := s.rec(p)
 	w := s.wqe(uint64(r.wqe))
@@ -378,11 +379,11 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) Transmit
 		payload = w.src[off : off+uint64(r.size)]
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, payload))
-	kind := KindData
+	kind := verbs.KindData
 	if rtx {
-		kind = KindRetransmit
+		kind = verbs.KindRetransmit
 	}
-	return Transmit{Port: q.evs.Plane(r.slot), Len: n, WireLen: pk.Len(), QPN: q.qpn, Kind: kind}
+	return verbs.Transmit{Port: q.evs.Plane(r.slot), Len: n, WireLen: pk.Len(), QPN: q.qpn, Kind: kind}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
 }
 
 // timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).
@@ -508,21 +509,21 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 // (docs/security.md). A SACK may acknowledge only PSNs sent: its
 // cumulative point, its trigger and every bit of its bitmap lie before
 // the next new PSN. The EV it reflects must be one of the QP's.
-func (s *sender) checkSACK(q *QP, sk *wire.SACK) DropReason {
+func (s *sender) checkSACK(q *QP, sk *wire.SACK) verbs.DropReason {
 	if _, ok := q.slotOf(uint32(sk.Entropy)); !ok {
-		return DropBadEV
+		return verbs.DropBadEV
 	}
 	cack := psn.PSN(sk.CackPSN)
 	if !cack.Less(s.nxt) {
-		return DropStale
+		return verbs.DropStale
 	}
 	if trig := cack.Add(int(sk.AckPSNOffset)); !sk.PR && !trig.Less(s.nxt) {
-		return DropStale
+		return verbs.DropStale
 	}
 	if bm := sk.SackBitmap; bm != 0 {
 		last := cack.Add(int(sk.SackOffset) + 63 - bits.LeadingZeros64(bm))
 		if !last.Less(s.nxt) {
-			return DropStale
+			return verbs.DropStale
 		}
 	}
 	return dropNone
@@ -590,7 +591,7 @@ func (s *sender) complete(q *QP, now mtime.Time) {
 			s.wimm--
 		}
 		q.stats.WritesDone++
-		q.ep.emit(Event{Kind: EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length})
+		q.ep.emit(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length})
 		*w = wqe{}
 		s.wqeHead++
 	}
@@ -603,18 +604,18 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	switch nk.Reason {
 	case wire.NackUnexpEvent, wire.NackWImmLimit:
 		if !s.credibleNACK(q, port, nk) {
-			q.ep.drop(now, &q.stats, q.qpn, DropFatalNACK)
+			q.ep.drop(now, &q.stats, q.qpn, verbs.DropFatalNACK)
 			return
 		}
-		q.fail(now, ErrRemoteFatal)
+		q.fail(now, verbs.ErrRemoteFatal)
 		return
 	}
 	if _, ok := q.slotOf(uint32(nk.Entropy)); !ok {
-		q.ep.drop(now, &q.stats, q.qpn, DropBadEV)
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropBadEV)
 		return
 	}
 	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state != pktInFlight {
-		q.ep.drop(now, &q.stats, q.qpn, DropStale)
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropStale)
 		return
 	}
 	r := s.rec(p)
@@ -682,11 +683,11 @@ func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackR
 func nakError(syn uint8) error {
 	switch syn {
 	case wire.AETHNakRemoteAccess:
-		return ErrRemoteAccess
+		return verbs.ErrRemoteAccess
 	case wire.AETHNakInvalidRequest:
-		return ErrRemoteInvalid
+		return verbs.ErrRemoteInvalid
 	case wire.AETHNakRemoteOperation:
-		return ErrRemoteFatal
+		return verbs.ErrRemoteFatal
 	}
 	return nil
 }
@@ -704,7 +705,7 @@ func nakError(syn uint8) error {
 // is not NAKed again (the responder NAKs only PSNs it has not received).
 func (s *sender) onAETH(q *QP, now mtime.Time, port int, p psn.PSN, syn uint8) {
 	if !p.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(p).state == pktAcked || !q.evs.PlaneUp(port) {
-		q.ep.drop(now, &q.stats, q.qpn, DropFatalNACK)
+		q.ep.drop(now, &q.stats, q.qpn, verbs.DropFatalNACK)
 		return
 	}
 	r := s.rec(p)
@@ -790,7 +791,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		s.retries++
 		q.stats.RetryTimeouts++
 		if s.retryExp != RetryForever && s.retries > s.retryLinear+s.retryExp {
-			q.fail(now, ErrNoPath)
+			q.fail(now, verbs.ErrNoPath)
 			return
 		}
 		s.lastProgress = now
@@ -822,7 +823,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 	}
 	for ; s.wqeHead != s.wqeTail; s.wqeHead++ {
 		w := s.wqe(s.wqeHead)
-		q.ep.emit(Event{Kind: EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length, Err: ErrFlushed})
+		q.ep.emit(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length, Err: verbs.ErrFlushed})
 		*w = wqe{}
 	}
 	s.wqeSend, s.seg = s.wqeTail, 0
@@ -897,7 +898,7 @@ func (s *sender) suspectDue(now mtime.Time) (int, bool) {
 
 // sendSuspectProbe writes suspect i's probe on EV slot, another EV than
 // the suspect's when one is usable: it names the held PSN.
-func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte) Transmit {
+func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte) verbs.Transmit {
 	sp := &s.suspects[i]
 	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
 	sp.tries++

@@ -12,6 +12,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/golden"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -162,7 +163,7 @@ type duo struct {
 	eps  [2]*mrc.Endpoint
 	qps  [2]*mrc.QP
 	src  []byte
-	mrs  [2]mrc.MR
+	mrs  [2]verbs.MR
 	wire []wirePkt
 	off  uint64
 	buf  []byte
@@ -212,10 +213,10 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 	}
 	d.src = make([]byte, 1<<20)
 	var err error
-	if d.mrs[0], err = d.eps[0].RegisterMemory(d.src, mrc.AccessLocal); err != nil {
+	if d.mrs[0], err = d.eps[0].RegisterMemory(d.src, verbs.AccessLocal); err != nil {
 		t.Fatal(err)
 	}
-	if d.mrs[1], err = d.eps[1].RegisterMemory(make([]byte, 1<<20), mrc.AccessRemoteWrite); err != nil {
+	if d.mrs[1], err = d.eps[1].RegisterMemory(make([]byte, 1<<20), verbs.AccessRemoteWrite); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -231,7 +232,7 @@ func (d *duo) write(t *testing.T, n int, imm, badKey bool) string {
 	if badKey {
 		remote.Key ^= 0x5a5a
 	}
-	err := d.qps[0].PostWrite(d.now, mrc.WriteRequest{ID: d.off, Local: d.mrs[0], LocalOffset: d.off,
+	err := d.qps[0].PostWrite(d.now, verbs.WriteRequest{ID: d.off, Local: d.mrs[0], LocalOffset: d.off,
 		Remote: remote, RemoteOffset: d.off, Length: uint64(n), WithImm: imm, Imm: uint32(d.off)})
 	if err != nil {
 		return "error: " + err.Error()
@@ -243,7 +244,7 @@ func (d *duo) write(t *testing.T, n int, imm, badKey bool) string {
 func (d *duo) tx(s int) string {
 	var out []string
 	for {
-		tx, ok := d.eps[s].PollTransmit(d.now, mrc.AllPorts, d.buf)
+		tx, ok := d.eps[s].PollTransmit(d.now, verbs.AllPorts, d.buf)
 		if !ok {
 			break
 		}
@@ -262,7 +263,7 @@ func (d *duo) describe(from int, pkt []byte) string {
 		return "undecodable: " + err.Error()
 	}
 	ev := func(v wire.EV) string {
-		return fmt.Sprintf("ev=%d/p%d/%d", uint32(v)>>16&0x3fff, mrc.EVPlane(uint32(v)), mrc.EVPath(uint32(v)))
+		return fmt.Sprintf("ev=%d/p%d/%d", uint32(v)>>16&0x3fff, wire.EV(uint32(v)).Plane(), wire.EV(uint32(v)).Path())
 	}
 	b := &p.BTH
 	var s string
@@ -355,9 +356,9 @@ func (d *duo) deliver(t *testing.T, c golden.Cmd) string {
 			out = append(out, "lost "+sideName[w.from]+"→"+sideName[1-w.from]+" "+d.describe(w.from, w.buf))
 			continue
 		case data && slices.Contains(trim, psn):
-			buf, _ = wire.Trim(buf, mrc.DefaultDSCP.Trimmed)
+			buf, _ = wire.Trim(buf, wire.DefaultDSCP.Trimmed)
 		case data && slices.Contains(last, psn):
-			buf, _ = wire.Trim(buf, mrc.DefaultDSCP.TrimmedLastHop)
+			buf, _ = wire.Trim(buf, wire.DefaultDSCP.TrimmedLastHop)
 		}
 		if data && slices.Contains(ce, psn) {
 			wire.MarkCE(buf)
@@ -400,13 +401,13 @@ func (d *duo) events() string {
 			}
 			line := sideName[s] + ": " + ev.Kind.String()
 			switch ev.Kind {
-			case mrc.EventWriteDone:
+			case verbs.EventWriteDone:
 				line += fmt.Sprintf(" wr=%d bytes=%d", ev.WRID, ev.Bytes)
-			case mrc.EventRecvImm:
+			case verbs.EventRecvImm:
 				line += fmt.Sprintf(" wr=%d bytes=%d imm=%d", ev.WRID, ev.Bytes, ev.Imm)
-			case mrc.EventEVState:
-				line += fmt.Sprintf(" ev=%d/p%d/%d %v->%v (%v)", ev.EV>>16&0x3fff, ev.Plane, mrc.EVPath(ev.EV), ev.From, ev.To, ev.Reason)
-			case mrc.EventQPError: // Err follows
+			case verbs.EventEVState:
+				line += fmt.Sprintf(" ev=%d/p%d/%d %v->%v (%v)", ev.EV>>16&0x3fff, ev.Plane, wire.EV(ev.EV).Path(), ev.From, ev.To, ev.Reason)
+			case verbs.EventQPError: // Err follows
 			default:
 				line = sideName[s] + ": " + ev.String()
 			}

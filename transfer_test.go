@@ -9,6 +9,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // transfer is one scenario: side A WRITEs msgs messages of random sizes into
@@ -19,11 +20,11 @@ type transfer struct {
 	qa, qb  *mrc.QP
 	src     []byte
 	dst     []byte
-	dstMR   mrc.MR
-	srcMR   mrc.MR         // set by postAll
+	dstMR   verbs.MR
+	srcMR   verbs.MR       // set by postAll
 	done    map[uint64]int // completions per WR ID at A
 	imms    map[uint32]int // immediates delivered at B
-	errs    []mrc.Event
+	errs    []verbs.Event
 	posted  int
 	wantImm int
 }
@@ -58,16 +59,16 @@ func newTransferOn(t testing.TB, n *testnet.Net, qa, qb *mrc.QP, seed uint64, si
 		x.dst[i] = 0xA5
 	}
 	var err error
-	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard:guard+size], mrc.AccessRemoteWrite); err != nil {
+	if x.dstMR, err = n.Endpoint(testnet.B).RegisterMemory(x.dst[guard:guard+size], verbs.AccessRemoteWrite); err != nil {
 		t.Fatal(err)
 	}
-	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
+	n.OnEvent = func(s testnet.Side, ev verbs.Event) {
 		switch {
-		case ev.Kind == mrc.EventWriteDone && ev.Err == nil:
+		case ev.Kind == verbs.EventWriteDone && ev.Err == nil:
 			x.done[ev.WRID]++
-		case ev.Kind == mrc.EventRecvImm:
+		case ev.Kind == verbs.EventRecvImm:
 			x.imms[ev.Imm]++
-		case ev.Kind == mrc.EventQPError || ev.Err != nil:
+		case ev.Kind == verbs.EventQPError || ev.Err != nil:
 			x.errs = append(x.errs, ev)
 		}
 	}
@@ -80,7 +81,7 @@ const guard = 64
 func (x *transfer) postAll(msgs int) {
 	x.t.Helper()
 	epA := x.net.Endpoint(testnet.A)
-	srcMR, err := epA.RegisterMemory(x.src, mrc.AccessLocal)
+	srcMR, err := epA.RegisterMemory(x.src, verbs.AccessLocal)
 	if err != nil {
 		x.t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func (x *transfer) postAll(msgs int) {
 			}
 			x.wantImm++
 		}
-		err := x.qa.PostWrite(x.net.Now(), mrc.WriteRequest{
+		err := x.qa.PostWrite(x.net.Now(), verbs.WriteRequest{
 			ID: uint64(i), Local: srcMR, LocalOffset: uint64(off),
 			Remote: x.dstMR, RemoteOffset: uint64(off), Length: uint64(n),
 			WithImm: imm, Imm: uint32(0x1000 + i),

@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -35,7 +36,7 @@ func TestWindowMismatchBacksOff(t *testing.T) {
 		burst     int
 		resentOOR int
 	)
-	x.net.Tap = func(now mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+	x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
 		var p wire.Packet
 		if p.Decode(pkt) != nil {
 			return

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/wire"
@@ -521,68 +520,77 @@ func (d *decoder) udp(off int, v6 bool, fl uint32, csum func([]byte) uint16, icr
 func (d *decoder) ext(h *wire.BTH, off int) bool {
 	b := d.b
 	f := d.f
-	switch op := h.Opcode; {
-	case op.IsData():
-		if !d.need("METH", off, wire.METHLen) {
+	x := h.Opcode.Exts(h.TS)
+	if x.METH >= 0 {
+		if !d.need("METH", off+int(x.METH), wire.METHLen) {
 			return false
 		}
 		var m wire.METH
-		off += must(m.Decode(b[off:]))
+		must(m.Decode(b[off+int(x.METH):]))
 		f.METH = &METH{RQMSN: int(m.RQMSN), MSN: int(m.MSN)}
-		if h.TS {
-			if !d.need("TSETH", off, wire.TSETHLen) {
-				return false
-			}
-			var t wire.TSETH
-			off += must(t.Decode(b[off:]))
-			f.TSETH = tsethOf(&t)
-		}
-		if !d.reth(&off) || op.HasImm() && !d.immdt(&off) {
+	}
+	if x.TSETH >= 0 {
+		if !d.need("TSETH", off+int(x.TSETH), wire.TSETHLen) {
 			return false
 		}
-	case op == wire.OpAck:
-		return d.aeth(&off)
-	case op == wire.OpSACK:
-		if !d.need("SETH+CC_STATE", off, wire.SACKLen) {
+		var t wire.TSETH
+		must(t.Decode(b[off+int(x.TSETH):]))
+		f.TSETH = tsethOf(&t)
+	}
+	if at := off + int(x.RETH); x.RETH >= 0 && !d.reth(&at) {
+		return false
+	}
+	if at := off + int(x.ImmDt); x.ImmDt >= 0 && !d.immdt(&at) {
+		return false
+	}
+	if at := off + int(x.AETH); x.AETH >= 0 {
+		return d.aeth(&at)
+	}
+	if at := off + int(x.SACK); x.SACK >= 0 {
+		if !d.need("SETH+CC_STATE", at, wire.SACKLen) {
 			return false
 		}
 		var s wire.SACK
-		must(s.Decode(b[off:]))
+		must(s.Decode(b[at:]))
 		f.SACK = sackOf(&s)
-	case op == wire.OpNACK:
-		if !d.need("NETH", off, wire.NETHLen) {
+	}
+	if at := off + int(x.NACK); x.NACK >= 0 {
+		if !d.need("NETH", at, wire.NETHLen) {
 			return false
 		}
 		var n wire.NACK
-		must(n.Decode(b[off:]))
+		must(n.Decode(b[at:]))
 		f.NACK = &NACK{Type: int(n.Type), NextHdr: int(n.NextHdr), Resv1: int(n.Resv1), CE: n.CE, Reason: int(n.Reason),
 			ReasonName: n.Reason.String(), VendorInfo: int(n.VendorInfo), Entropy: evOf(uint32(n.Entropy)),
 			SPDCID: int(n.SPDCID), DPDCID: int(n.DPDCID), Resv12: int(n.Resv12), NackPSN: int(n.NackPSN),
 			CCType: int(n.CCType), CCFlags: int(n.CCFlags), Resv17: int(n.Resv17), TxTimestamp: int(n.TxTimestamp)}
-	case op == wire.OpProbe:
-		if !d.need("PETH", off, wire.PETHLen) {
+	}
+	if at := off + int(x.Probe); x.Probe >= 0 {
+		if !d.need("PETH", at, wire.PETHLen) {
 			return false
 		}
 		var p wire.Probe
-		must(p.Decode(b[off:]))
+		must(p.Decode(b[at:]))
 		f.PETH = &PETH{Type: int(p.Type), NextHdr: int(p.NextHdr), Resv1: int(p.Resv1), Resv2: int(p.Resv2),
 			VendorInfo: int(p.VendorInfo), ProbeID: int(p.ProbeID), Resv6: int(p.Resv6), SPDCID: int(p.SPDCID),
 			DPDCID: int(p.DPDCID), TSETH: *tsethOf(&p.TS)}
-	case op == wire.OpEndpointRequest:
-		if !d.need("ERTH", off, wire.ERTHLen) {
+	}
+	if at := off + int(x.EPReq); x.EPReq >= 0 {
+		if !d.need("ERTH", at, wire.ERTHLen) {
 			return false
 		}
 		var r wire.EPRequest
-		must(r.Decode(b[off:]))
+		must(r.Decode(b[at:]))
 		f.ERTH = &ERTH{Type: int(r.Type), NextHdr: int(r.NextHdr), Resv1: int(r.Resv1), Op: int(r.Op), OpName: r.Op.String(),
 			Resv2: int(r.Resv2), VendorInfo: int(r.VendorInfo), PortStatusMask: r.PortStatusMask,
 			PlanesUp: planesUp(r.PortStatusMask), Resv8: r.Resv8, TSETH: *tsethOf(&r.TS)}
-	case op == wire.OpEndpointResponse:
-		if !d.need("EETH", off, wire.EETHLen) {
+	}
+	if at := off + int(x.EPResp); x.EPResp >= 0 {
+		if !d.need("EETH", at, wire.EETHLen) {
 			return false
 		}
 		var r wire.EPResponse
-		must(r.Decode(b[off:]))
+		must(r.Decode(b[at:]))
 		f.EETH = &EETH{Type: int(r.Type), NextHdr: int(r.NextHdr), Resv1: int(r.Resv1), Op: int(r.Op), OpName: r.Op.String(),
 			Resv2: int(r.Resv2), PortStatusMask: r.PortStatusMask, PlanesUp: planesUp(r.PortStatusMask),
 			Resv8: fmt.Sprintf("%x", r.Resv8), TxTimestamp: int(r.TxTimestamp), Resv30: fmt.Sprintf("%x", r.Resv30)}
@@ -657,7 +665,7 @@ func must(n int, err error) int {
 func ptr[T any](v T) *T { return &v }
 
 func evOf(v uint32) *EV {
-	return &EV{Value: v, Hex: wire.EV(v).String(), Plane: mrc.EVPlane(v), Path: mrc.EVPath(v)}
+	return &EV{Value: v, Hex: wire.EV(v).String(), Plane: wire.EV(v).Plane(), Path: wire.EV(v).Path()}
 }
 
 func bthOf(h *wire.BTH) *BTH {

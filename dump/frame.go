@@ -116,8 +116,8 @@ type Checksum struct {
 	Note string `json:"note,omitempty"`
 }
 
-// EV is an entropy value with its plane and path (mrc.EVPlane,
-// mrc.EVPath).
+// EV is an entropy value with its plane and path (wire.EV.Plane,
+// wire.EV.Path).
 type EV struct {
 	Value uint32 `json:"value"`
 	Hex   string `json:"hex"`

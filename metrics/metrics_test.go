@@ -17,6 +17,7 @@ import (
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/metrics"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 )
 
 func TestWriter(t *testing.T) {
@@ -130,11 +131,11 @@ func TestScrape(t *testing.T) {
 	epA, epB := n.Endpoint(testnet.A), n.Endpoint(testnet.B)
 	src := make([]byte, 2<<20)
 	dst := make([]byte, len(src))
-	smr, _ := epA.RegisterMemory(src, mrc.AccessLocal)
-	dmr, _ := epB.RegisterMemory(dst, mrc.AccessRemoteWrite)
+	smr, _ := epA.RegisterMemory(src, verbs.AccessLocal)
+	dmr, _ := epB.RegisterMemory(dst, verbs.AccessRemoteWrite)
 	// Per-port counters, as a host's datapath would keep them.
 	ports := map[[2]int]*metrics.Port{}
-	n.Tap = func(_ mtime.Time, from testnet.Side, tx mrc.Transmit, pkt []byte) {
+	n.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
 		k := [2]int{int(from), tx.Port}
 		p := ports[k]
 		if p == nil {
@@ -145,12 +146,12 @@ func TestScrape(t *testing.T) {
 		p.TxBytes += uint64(tx.WireLen)
 	}
 	done := 0
-	n.OnEvent = func(_ testnet.Side, ev mrc.Event) {
-		if ev.Kind == mrc.EventWriteDone {
+	n.OnEvent = func(_ testnet.Side, ev verbs.Event) {
+		if ev.Kind == verbs.EventWriteDone {
 			done++
 		}
 	}
-	if err := qa.PostWrite(0, mrc.WriteRequest{Local: smr, Remote: dmr, Length: uint64(len(src))}); err != nil {
+	if err := qa.PostWrite(0, verbs.WriteRequest{Local: smr, Remote: dmr, Length: uint64(len(src))}); err != nil {
 		t.Fatal(err)
 	}
 	n.Kick(testnet.A)
@@ -202,7 +203,7 @@ func TestScrape(t *testing.T) {
 	for _, q := range []struct {
 		host string
 		qp   *mrc.QP
-		s    mrc.Stats
+		s    verbs.Stats
 	}{{"A", qa, a}, {"B", qb, b}} {
 		l := fmt.Sprintf("host=%s,qpn=%d", q.host, q.qp.QPN())
 		check("mrc_qp_payload_bytes_sent_total{"+l+"}", q.s.PayloadSent)
@@ -222,7 +223,7 @@ func TestScrape(t *testing.T) {
 		check("mrc_qp_cwnd_bytes{"+l+"}", uint64(cwnd))
 		check("mrc_qp_inflight_bytes{"+l+"}", uint64(inflight))
 		evs := q.qp.EVCounts(now)
-		for i, st := range []mrc.EVState{mrc.EVGood, mrc.EVSkip, mrc.EVAssumedBad, mrc.EVDenied} {
+		for i, st := range []verbs.EVState{verbs.EVGood, verbs.EVSkip, verbs.EVAssumedBad, verbs.EVDenied} {
 			check("mrc_qp_evs{"+l+",state="+st.String()+"}", uint64(evs[i]))
 		}
 		check("mrc_qp_state{"+l+",state=RTS}", 1)
@@ -234,7 +235,7 @@ func TestScrape(t *testing.T) {
 	}{{"A", epA}, {"B", epB}} {
 		s := e.ep.Stats()
 		for r := range len(s.Drops) {
-			check(fmt.Sprintf("mrc_endpoint_drops_total{host=%s,reason=%v}", e.host, mrc.DropReason(r)), s.Drops[r])
+			check(fmt.Sprintf("mrc_endpoint_drops_total{host=%s,reason=%v}", e.host, verbs.DropReason(r)), s.Drops[r])
 		}
 	}
 	for k, p := range ports {

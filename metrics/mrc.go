@@ -8,6 +8,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -15,8 +16,8 @@ import (
 type QP struct {
 	Host     string // the endpoint the QP belongs to ("" in a one-endpoint process)
 	QPN      uint32
-	State    mrc.QPState
-	Stats    mrc.Stats
+	State    verbs.QPState
+	Stats    verbs.Stats
 	Cwnd     int    // congestion window, bytes
 	Inflight int    // bytes in flight
 	EVs      [4]int // EVs in each state, indexed by mrc.EVState
@@ -31,7 +32,7 @@ func QPOf(host string, q *mrc.QP, now mtime.Time) QP {
 // Endpoint is the state of one endpoint (MRC NIC) at scrape time.
 type Endpoint struct {
 	Host  string
-	Stats mrc.Stats // Endpoint.Stats: its own counters plus every QP's
+	Stats verbs.Stats // Endpoint.Stats: its own counters plus every QP's
 }
 
 // EndpointOf reads ep's metrics.
@@ -63,39 +64,39 @@ type Snapshot struct {
 
 type qpCounter struct {
 	name, help string
-	get        func(*mrc.Stats) uint64
+	get        func(*verbs.Stats) uint64
 }
 
 // qpCounters are the per-QP counter families that map one to one onto
 // mrc.Stats fields.
 var qpCounters = []qpCounter{
-	{"mrc_qp_data_packets_sent_total", "Data packets sent for the first time.", func(s *mrc.Stats) uint64 { return s.DataSent }},
-	{"mrc_qp_payload_bytes_sent_total", "Payload bytes in first transmissions.", func(s *mrc.Stats) uint64 { return s.PayloadSent }},
-	{"mrc_qp_retransmits_total", "Data packets sent again.", func(s *mrc.Stats) uint64 { return s.Retransmits }},
-	{"mrc_qp_spurious_retransmits_total", "Retransmitted packets whose original was acknowledged.", func(s *mrc.Stats) uint64 { return s.SpuriousRetrans }},
-	{"mrc_qp_probes_sent_total", "Reliability probes sent.", func(s *mrc.Stats) uint64 { return s.ProbesSent }},
-	{"mrc_qp_sacks_received_total", "Reliability SACKs received.", func(s *mrc.Stats) uint64 { return s.SACKsReceived }},
-	{"mrc_qp_ecn_echoes_total", "SACKs reporting a CE mark (M=SKIP_ONCE).", func(s *mrc.Stats) uint64 { return s.ECNEchoes }},
-	{"mrc_qp_loss_timeouts_total", "Packets declared lost by the per-packet timer.", func(s *mrc.Stats) uint64 { return s.LossTimeouts }},
-	{"mrc_qp_retry_timeouts_total", "QP timeout/retry backstop expirations.", func(s *mrc.Stats) uint64 { return s.RetryTimeouts }},
-	{"mrc_qp_writes_done_total", "WRITEs completed at the requester.", func(s *mrc.Stats) uint64 { return s.WritesDone }},
-	{"mrc_qp_data_packets_received_total", "Data packets accepted (new PSNs).", func(s *mrc.Stats) uint64 { return s.DataReceived }},
-	{"mrc_qp_payload_bytes_received_total", "Payload bytes placed.", func(s *mrc.Stats) uint64 { return s.PayloadReceived }},
-	{"mrc_qp_duplicates_total", "Data packets for PSNs already received.", func(s *mrc.Stats) uint64 { return s.Duplicates }},
-	{"mrc_qp_trimmed_received_total", "Trimmed headers received (each NACKed).", func(s *mrc.Stats) uint64 { return s.TrimmedReceived }},
-	{"mrc_qp_ce_received_total", "Data packets that arrived CE-marked.", func(s *mrc.Stats) uint64 { return s.CEReceived }},
-	{"mrc_qp_sacks_sent_total", "Reliability SACKs sent.", func(s *mrc.Stats) uint64 { return s.SACKsSent }},
-	{"mrc_qp_nacks_sent_total", "Reliability NACKs sent.", func(s *mrc.Stats) uint64 { return s.NACKsSent }},
-	{"mrc_qp_imms_delivered_total", "WRITE_IMM completions delivered at the responder.", func(s *mrc.Stats) uint64 { return s.ImmsDelivered }},
-	{"mrc_qp_ev_skips_total", "EVs that went from GOOD to SKIP (ECN mark or mid-fabric trim).", func(s *mrc.Stats) uint64 { return s.EVSkips }},
-	{"mrc_qp_ev_retired_total", "EVs retired to ASSUMED_BAD (untrimmed loss).", func(s *mrc.Stats) uint64 { return s.EVRetired }},
-	{"mrc_qp_ev_resurrected_total", "EVs brought back from ASSUMED_BAD by probes.", func(s *mrc.Stats) uint64 { return s.EVResurrected }},
-	{"mrc_qp_ev_denied_total", "EVs denied by the controller.", func(s *mrc.Stats) uint64 { return s.EVDenied }},
+	{"mrc_qp_data_packets_sent_total", "Data packets sent for the first time.", func(s *verbs.Stats) uint64 { return s.DataSent }},
+	{"mrc_qp_payload_bytes_sent_total", "Payload bytes in first transmissions.", func(s *verbs.Stats) uint64 { return s.PayloadSent }},
+	{"mrc_qp_retransmits_total", "Data packets sent again.", func(s *verbs.Stats) uint64 { return s.Retransmits }},
+	{"mrc_qp_spurious_retransmits_total", "Retransmitted packets whose original was acknowledged.", func(s *verbs.Stats) uint64 { return s.SpuriousRetrans }},
+	{"mrc_qp_probes_sent_total", "Reliability probes sent.", func(s *verbs.Stats) uint64 { return s.ProbesSent }},
+	{"mrc_qp_sacks_received_total", "Reliability SACKs received.", func(s *verbs.Stats) uint64 { return s.SACKsReceived }},
+	{"mrc_qp_ecn_echoes_total", "SACKs reporting a CE mark (M=SKIP_ONCE).", func(s *verbs.Stats) uint64 { return s.ECNEchoes }},
+	{"mrc_qp_loss_timeouts_total", "Packets declared lost by the per-packet timer.", func(s *verbs.Stats) uint64 { return s.LossTimeouts }},
+	{"mrc_qp_retry_timeouts_total", "QP timeout/retry backstop expirations.", func(s *verbs.Stats) uint64 { return s.RetryTimeouts }},
+	{"mrc_qp_writes_done_total", "WRITEs completed at the requester.", func(s *verbs.Stats) uint64 { return s.WritesDone }},
+	{"mrc_qp_data_packets_received_total", "Data packets accepted (new PSNs).", func(s *verbs.Stats) uint64 { return s.DataReceived }},
+	{"mrc_qp_payload_bytes_received_total", "Payload bytes placed.", func(s *verbs.Stats) uint64 { return s.PayloadReceived }},
+	{"mrc_qp_duplicates_total", "Data packets for PSNs already received.", func(s *verbs.Stats) uint64 { return s.Duplicates }},
+	{"mrc_qp_trimmed_received_total", "Trimmed headers received (each NACKed).", func(s *verbs.Stats) uint64 { return s.TrimmedReceived }},
+	{"mrc_qp_ce_received_total", "Data packets that arrived CE-marked.", func(s *verbs.Stats) uint64 { return s.CEReceived }},
+	{"mrc_qp_sacks_sent_total", "Reliability SACKs sent.", func(s *verbs.Stats) uint64 { return s.SACKsSent }},
+	{"mrc_qp_nacks_sent_total", "Reliability NACKs sent.", func(s *verbs.Stats) uint64 { return s.NACKsSent }},
+	{"mrc_qp_imms_delivered_total", "WRITE_IMM completions delivered at the responder.", func(s *verbs.Stats) uint64 { return s.ImmsDelivered }},
+	{"mrc_qp_ev_skips_total", "EVs that went from GOOD to SKIP (ECN mark or mid-fabric trim).", func(s *verbs.Stats) uint64 { return s.EVSkips }},
+	{"mrc_qp_ev_retired_total", "EVs retired to ASSUMED_BAD (untrimmed loss).", func(s *verbs.Stats) uint64 { return s.EVRetired }},
+	{"mrc_qp_ev_resurrected_total", "EVs brought back from ASSUMED_BAD by probes.", func(s *verbs.Stats) uint64 { return s.EVResurrected }},
+	{"mrc_qp_ev_denied_total", "EVs denied by the controller.", func(s *verbs.Stats) uint64 { return s.EVDenied }},
 }
 
-var evStates = [4]mrc.EVState{mrc.EVGood, mrc.EVSkip, mrc.EVAssumedBad, mrc.EVDenied}
+var evStates = [4]verbs.EVState{verbs.EVGood, verbs.EVSkip, verbs.EVAssumedBad, verbs.EVDenied}
 
-var qpStates = []mrc.QPState{mrc.StateReset, mrc.StateInit, mrc.StateRTR, mrc.StateRTS, mrc.StateError}
+var qpStates = []verbs.QPState{verbs.StateReset, verbs.StateInit, verbs.StateRTR, verbs.StateRTS, verbs.StateError}
 
 // Write renders s in the Prometheus text exposition format.
 func (s *Snapshot) Write(out io.Writer) error {
@@ -167,7 +168,7 @@ func (s *Snapshot) Write(out io.Writer) error {
 		w.Family(drops, Counter, "Received packets discarded, by reason.")
 		for i := range eps {
 			for r := range len(eps[i].Stats.Drops) {
-				w.SampleUint(drops, eps[i].Stats.Drops[r], epLabels(&eps[i], Label{"reason", mrc.DropReason(r).String()})...)
+				w.SampleUint(drops, eps[i].Stats.Drops[r], epLabels(&eps[i], Label{"reason", verbs.DropReason(r).String()})...)
 			}
 		}
 		const upd = "mrc_endpoint_port_updates_sent_total"

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -43,8 +42,8 @@ type Filter struct {
 	// QPNs keeps packets whose BTH destination QP is one of these.
 	QPNs []uint32
 	// EVs, Planes and Paths keep packets that travel on, or (SACKs and
-	// NACKs) report on, one of these EVs, planes or paths (mrc.EVPlane,
-	// mrc.EVPath).
+	// NACKs) report on, one of these EVs, planes or paths (wire.EV.Plane,
+	// wire.EV.Path).
 	EVs    []uint32
 	Planes []int
 	Paths  []int
@@ -93,10 +92,10 @@ func (f *Filter) MatchPacket(p *wire.Packet) bool {
 	if len(f.EVs) > 0 && !slices.Contains(f.EVs, evs[0]) && !slices.Contains(f.EVs, evs[1]) {
 		return false
 	}
-	if len(f.Planes) > 0 && !slices.Contains(f.Planes, mrc.EVPlane(evs[0])) && !slices.Contains(f.Planes, mrc.EVPlane(evs[1])) {
+	if len(f.Planes) > 0 && !slices.Contains(f.Planes, wire.EV(evs[0]).Plane()) && !slices.Contains(f.Planes, wire.EV(evs[1]).Plane()) {
 		return false
 	}
-	if len(f.Paths) > 0 && !slices.Contains(f.Paths, mrc.EVPath(evs[0])) && !slices.Contains(f.Paths, mrc.EVPath(evs[1])) {
+	if len(f.Paths) > 0 && !slices.Contains(f.Paths, wire.EV(evs[0]).Path()) && !slices.Contains(f.Paths, wire.EV(evs[1]).Path()) {
 		return false
 	}
 	if len(f.Addrs) > 0 && !f.matchAddr(p) {

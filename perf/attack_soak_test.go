@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/udpio"
 	"github.com/openmrc/mrc/wire"
@@ -656,7 +655,7 @@ var forgeries = []forgery{
 	}, false},
 	{"trimmed_unsent", []string{"server:trimmed_received"}, func(w *forgeWork) [][]byte { // row 11
 		b := w.toServer(func(p *wire.Packet) { p.BTH.PSN = (p.BTH.PSN + 1 + uint32(w.at.r.IntN(256))) & wire.PSNMask })
-		t, _ := wire.Trim(b, mrc.DefaultDSCP.Trimmed)
+		t, _ := wire.Trim(b, wire.DefaultDSCP.Trimmed)
 		return [][]byte{t}
 	}, false},
 	{"replay_ack_req", []string{"server:duplicates"}, func(w *forgeWork) [][]byte { // row 11: the same packet again

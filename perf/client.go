@@ -16,6 +16,7 @@ import (
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/trace/jsonl"
 	"github.com/openmrc/mrc/udpio"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -214,8 +215,8 @@ type EVUsage struct {
 type clientState struct {
 	cfg       *ClientConfig
 	qp        *mrc.QP
-	local     mrc.MR
-	remote    mrc.MR
+	local     verbs.MR
+	remote    verbs.MR
 	total     int64 // chunks, or -1 until stopped
 	next      int64
 	completed int64
@@ -256,7 +257,7 @@ func (st *clientState) post(now mtime.Time) {
 		k := st.next
 		src, dst := slots(k, c.RingChunks, c.Chunk)
 		n := chunkLen(k, c.Bytes, c.Chunk)
-		err := st.qp.PostWrite(now, mrc.WriteRequest{ID: uint64(k), Local: st.local, LocalOffset: uint64(src),
+		err := st.qp.PostWrite(now, verbs.WriteRequest{ID: uint64(k), Local: st.local, LocalOffset: uint64(src),
 			Remote: st.remote, RemoteOffset: uint64(dst), Length: uint64(n), WithImm: true, Imm: uint32(k)})
 		if err != nil {
 			st.finish(now, err)
@@ -266,9 +267,9 @@ func (st *clientState) post(now mtime.Time) {
 	}
 }
 
-func (st *clientState) onEvent(now mtime.Time, _ *mrc.Endpoint, ev mrc.Event) {
+func (st *clientState) onEvent(now mtime.Time, _ *mrc.Endpoint, ev verbs.Event) {
 	switch ev.Kind {
-	case mrc.EventWriteDone:
+	case verbs.EventWriteDone:
 		cw, in := st.qp.Window()
 		st.maxCwnd, st.maxInflight = max(st.maxCwnd, cw), max(st.maxInflight, in)
 		if ev.Err != nil {
@@ -285,19 +286,19 @@ func (st *clientState) onEvent(now mtime.Time, _ *mrc.Endpoint, ev mrc.Event) {
 		if st.completed == st.next && (st.stop || st.next == st.total) {
 			st.finish(now, nil)
 		}
-	case mrc.EventQPError:
+	case verbs.EventQPError:
 		st.finish(now, ev.Err)
 	}
 }
 
-func (st *clientState) tap(tx mrc.Transmit, pkt []byte) {
-	if tx.Kind != mrc.KindData && tx.Kind != mrc.KindRetransmit {
+func (st *clientState) tap(tx verbs.Transmit, pkt []byte) {
+	if tx.Kind != verbs.KindData && tx.Kind != verbs.KindRetransmit {
 		return
 	}
 	u := &st.planes[tx.Port]
 	u.Packets++
 	u.Bytes += uint64(tx.WireLen)
-	if tx.Kind == mrc.KindRetransmit {
+	if tx.Kind == verbs.KindRetransmit {
 		u.Retransmits++
 	}
 	off := wire.IPv6Len // the UDP header: after the outer header when encapsulated
@@ -437,9 +438,9 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
 		if cfg.Phantom {
-			st.local, err = ep.RegisterPhantom(uint64(cfg.Chunk*(cfg.RingChunks+1)), mrc.AccessLocal)
+			st.local, err = ep.RegisterPhantom(uint64(cfg.Chunk*(cfg.RingChunks+1)), verbs.AccessLocal)
 		} else {
-			st.local, err = ep.RegisterMemory(pat, mrc.AccessLocal)
+			st.local, err = ep.RegisterMemory(pat, verbs.AccessLocal)
 		}
 		if err != nil {
 			return err
@@ -537,7 +538,7 @@ wait:
 		res.Dropped, res.DropReasons = es.Dropped(), dropReasons(es)
 		res.EVStates = map[string]int{}
 		for state, n := range ses.qp.EVCounts(now) {
-			res.EVStates[mrc.EVState(state).String()] = n
+			res.EVStates[verbs.EVState(state).String()] = n
 		}
 		res.Bytes, res.Chunks = st.bytes, st.completed
 		end := st.end
@@ -558,7 +559,7 @@ wait:
 		res.PerPlane = append([]PlaneUsage(nil), st.planes...)
 		perPlaneEVs := make([]int, cfg.Planes)
 		for ev, n := range st.evs {
-			pl := mrc.EVPlane(ev)
+			pl := wire.EV(ev).Plane()
 			if pl < cfg.Planes {
 				perPlaneEVs[pl]++
 			}
@@ -596,7 +597,7 @@ wait:
 		res.Gbps = float64(res.Bytes) * 8 / res.Seconds / 1e9
 	}
 	if runErr == nil && stErr != nil {
-		if errors.Is(stErr, mrc.ErrNoPath) {
+		if errors.Is(stErr, verbs.ErrNoPath) {
 			runErr = fmt.Errorf("%w: the QP gave up after %d retries (%v)", ErrPeerGone, cfg.Retries, stErr)
 		} else {
 			runErr = fmt.Errorf("transfer failed: %w", stErr)
@@ -640,8 +641,8 @@ func (c *ClientConfig) check() error {
 		return fmt.Errorf("bad server address %v", c.Addr)
 	case c.Bytes < 0 || c.Duration < 0:
 		return fmt.Errorf("negative size or duration")
-	case c.Planes < 1 || c.Planes > mrc.MaxPlanes:
-		return fmt.Errorf("%d planes, want 1..%d", c.Planes, mrc.MaxPlanes)
+	case c.Planes < 1 || c.Planes > verbs.MaxPlanes:
+		return fmt.Errorf("%d planes, want 1..%d", c.Planes, verbs.MaxPlanes)
 	case c.EVs < 1 || c.EVs > 256:
 		return fmt.Errorf("%d EVs per plane, want 1..256", c.EVs)
 	case c.MTU < 256 || c.MTU > 9000:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // FuzzParseMessage feeds arbitrary lines to the control protocol's parser
@@ -42,7 +42,7 @@ func FuzzHelloValidate(f *testing.F) {
 		h := fuzzHello()
 		h.Planes, h.MTU, h.Chunk, h.RingChunks, h.Bytes, h.EVs, h.SourcePorts = planes, mtu, chunk, ring, bytes, evs, sports
 		h.BaseRTT, h.LossTimeout, h.QPN, h.PSN, h.Drop, h.Phantom, h.TCP = time.Duration(rtt), time.Duration(loss), qpn, psn, drop, phantom, tcp
-		for len(h.Ports) < min(max(planes, 0), mrc.MaxPlanes) {
+		for len(h.Ports) < min(max(planes, 0), verbs.MaxPlanes) {
 			p := len(h.Ports)
 			h.Ports = append(h.Ports, netip.AddrFrom16([16]byte{0xfd, 0x6d, 15: byte(p + 1)}))
 			h.Sockets = append(h.Sockets, netip.AddrPortFrom(netip.IPv6Loopback(), uint16(40000+p)))
@@ -66,7 +66,7 @@ func checkAccepted(t *testing.T, h *hello) {
 		return
 	}
 	switch {
-	case h.Planes < 1 || h.Planes > mrc.MaxPlanes, h.Chunk < 1, h.RingChunks < 2, h.Bytes < 0:
+	case h.Planes < 1 || h.Planes > verbs.MaxPlanes, h.Chunk < 1, h.RingChunks < 2, h.Bytes < 0:
 		t.Fatalf("accepted a bad shape: %+v", h)
 	case h.memory() > lim.SessionMemory || h.memory() < 0:
 		t.Fatalf("accepted %d bytes of buffers: %+v", h.memory(), h)

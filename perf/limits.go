@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/udpio"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // The control port's limits (docs/udpio.md, docs/security.md): a client
@@ -85,8 +85,8 @@ func (h *hello) validateShape() error {
 	switch {
 	case h.Version != Version:
 		return fmt.Errorf("protocol version %d, want %d", h.Version, Version)
-	case h.Planes < 1 || h.Planes > mrc.MaxPlanes:
-		return fmt.Errorf("%d planes, want 1..%d", h.Planes, mrc.MaxPlanes)
+	case h.Planes < 1 || h.Planes > verbs.MaxPlanes:
+		return fmt.Errorf("%d planes, want 1..%d", h.Planes, verbs.MaxPlanes)
 	case h.TCP && h.Planes != 1:
 		return fmt.Errorf("the TCP baseline has one plane, not %d", h.Planes)
 	case h.Chunk < 1 || h.Chunk > maxChunk:

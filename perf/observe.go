@@ -43,7 +43,7 @@ const loopbackPaths = 4
 
 func loopbackPath(plane int, ev uint32) [16]byte {
 	p := uint32(plane) << 12
-	return wire.F3216.Container([16]byte{0xfc, 0xbb, 0xbb, 0x00}, p|0x100, p|0x200|uint32(mrc.EVPath(ev)%loopbackPaths), p|0x101, p|0xe01)
+	return wire.F3216.Container([16]byte{0xfc, 0xbb, 0xbb, 0x00}, p|0x100, p|0x200|uint32(wire.EV(ev).Path()%loopbackPaths), p|0x101, p|0xe01)
 }
 
 // pathsPerPlane returns the EV profile's PathsPerPlane for the session's
@@ -83,7 +83,7 @@ type EVEvent struct {
 	Unix   int64   `json:"unix_ns"` // wall clock, nanoseconds since 1970
 	EV     string  `json:"ev"`
 	Plane  int     `json:"plane"`
-	Path   int     `json:"path"` // the EV's path index (mrc.EVPath) modulo the paths per plane
+	Path   int     `json:"path"` // the EV's path index (wire.EV.Path) modulo the paths per plane
 	From   string  `json:"from"`
 	To     string  `json:"to"`
 	Reason string  `json:"reason"`
@@ -114,7 +114,7 @@ func (t *evTracer) Trace(r *trace.Record) {
 		t.dropped++
 		return
 	}
-	path := mrc.EVPath(r.EV)
+	path := wire.EV(r.EV).Path()
 	if t.paths > 0 {
 		path %= t.paths
 	}

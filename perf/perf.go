@@ -39,7 +39,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // Version is the control protocol version.
@@ -83,7 +83,7 @@ type ready struct {
 	Sockets []netip.AddrPort `json:"sockets"`
 	QPN     uint32           `json:"qpn"`
 	PSN     uint32           `json:"psn"` // the server's first PSN, drawn at random
-	MR      mrc.MR           `json:"mr"`
+	MR      verbs.MR         `json:"mr"`
 	GSO     bool             `json:"gso"`
 	GRO     bool             `json:"gro"`
 }
@@ -125,14 +125,14 @@ type ServerReport struct {
 
 // dropReasons returns an endpoint's nonzero drop counts by reason name,
 // or nil.
-func dropReasons(s mrc.Stats) map[string]uint64 {
+func dropReasons(s verbs.Stats) map[string]uint64 {
 	var m map[string]uint64
 	for r, n := range s.Drops {
 		if n > 0 {
 			if m == nil {
 				m = map[string]uint64{}
 			}
-			m[mrc.DropReason(r).String()] = n
+			m[verbs.DropReason(r).String()] = n
 		}
 	}
 	return m

@@ -20,6 +20,7 @@ import (
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/udpio"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // SetupError is a failure to set up: a bad address, a port in use, a
@@ -277,9 +278,9 @@ type serverState struct {
 	dropped uint64
 }
 
-func (st *serverState) onEvent(_ mtime.Time, ep *mrc.Endpoint, ev mrc.Event) {
+func (st *serverState) onEvent(_ mtime.Time, ep *mrc.Endpoint, ev verbs.Event) {
 	switch ev.Kind {
-	case mrc.EventRecvImm:
+	case verbs.EventRecvImm:
 		k := st.rep.Chunks
 		st.rep.Chunks++
 		st.rep.Bytes += int64(ev.Bytes)
@@ -295,7 +296,7 @@ func (st *serverState) onEvent(_ mtime.Time, ep *mrc.Endpoint, ev mrc.Event) {
 		if q := ep.QP(ev.QPN); q != nil {
 			q.PostRecv(ev.WRID)
 		}
-	case mrc.EventQPError:
+	case verbs.EventQPError:
 		st.qpErr = ev.Err
 	}
 }
@@ -482,8 +483,8 @@ type sessionConfig struct {
 	drop               float64
 	skipICRC           bool
 	dropped            *uint64 // counts injected drops, in the driver goroutine
-	onEvent            func(mtime.Time, *mrc.Endpoint, mrc.Event)
-	tap                func(mrc.Transmit, []byte)
+	onEvent            func(mtime.Time, *mrc.Endpoint, verbs.Event)
+	tap                func(verbs.Transmit, []byte)
 	// Native framing: the NIC port addresses, plane by plane.
 	native      bool
 	nativePorts []netip.Addr
@@ -560,7 +561,7 @@ func openSession(c sessionConfig) (*session, error) {
 	s := &session{bind: bind, std: std, native: native, ports: ports, encap: c.encap, paths: c.paths, host: c.host, capture: c.capture, trace: c.trace, psn: randomPSN()}
 	opt := udpio.Options{FlowLabels: c.flowLabels && !c.native, OnEvent: c.onEvent, Tap: c.tap, NoPoll: c.noPoll, Phantom: c.phantom}
 	if c.capture != nil {
-		opt.Tap = func(tx mrc.Transmit, pkt []byte) {
+		opt.Tap = func(tx verbs.Transmit, pkt []byte) {
 			if c.tap != nil {
 				c.tap(tx, pkt)
 			}
@@ -630,7 +631,7 @@ func randomPSN() uint32 {
 }
 
 // open starts the server's side of a session.
-func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) {
+func (s *Server) open(conn net.Conn, st *serverState) (*session, verbs.MR, error) {
 	h := &st.h
 	ip := s.cfg.Addr.Addr()
 	if ip.IsUnspecified() {
@@ -639,13 +640,13 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 	}
 	encap, err := parseEncap(h.Encap, h.Native)
 	if err != nil {
-		return nil, mrc.MR{}, err
+		return nil, verbs.MR{}, err
 	}
 	if h.Native != s.cfg.Native {
 		if h.Native {
-			return nil, mrc.MR{}, fmt.Errorf("the client asks for native framing, but this server runs overlay framing (start it with --native --ports ...)")
+			return nil, verbs.MR{}, fmt.Errorf("the client asks for native framing, but this server runs overlay framing (start it with --native --ports ...)")
 		}
-		return nil, mrc.MR{}, fmt.Errorf("the client asks for overlay framing, but this server runs native framing")
+		return nil, verbs.MR{}, fmt.Errorf("the client asks for overlay framing, but this server runs native framing")
 	}
 	ses, err := openSession(sessionConfig{
 		host: "server", ip: ip, planes: h.Planes, mtu: h.MTU, evs: h.EVs, sourcePorts: h.SourcePorts, flowLabels: h.FlowLabels,
@@ -653,13 +654,13 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 		onEvent: st.onEvent, native: h.Native, nativePorts: s.cfg.Ports, encap: encap, paths: s.cfg.Paths, capture: s.capture, phantom: h.Phantom,
 	})
 	if err != nil {
-		return nil, mrc.MR{}, err
+		return nil, verbs.MR{}, err
 	}
 	if err := ses.AddPeer(udpio.Peer{Ports: h.Ports, Sockets: h.Sockets}); err != nil {
 		ses.Close()
-		return nil, mrc.MR{}, err
+		return nil, verbs.MR{}, err
 	}
-	var mr mrc.MR
+	var mr verbs.MR
 	size := h.Chunk * h.RingChunks
 	if !h.Phantom {
 		st.region = make([]byte, size)
@@ -668,9 +669,9 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
 		if h.Phantom {
-			mr, err = ep.RegisterPhantom(uint64(size), mrc.AccessRemoteWrite)
+			mr, err = ep.RegisterPhantom(uint64(size), verbs.AccessRemoteWrite)
 		} else {
-			mr, err = ep.RegisterMemory(st.region, mrc.AccessRemoteWrite)
+			mr, err = ep.RegisterMemory(st.region, verbs.AccessRemoteWrite)
 		}
 		if err != nil {
 			return err
@@ -695,7 +696,7 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, mrc.MR, error) 
 	})
 	if err != nil {
 		ses.Close()
-		return nil, mrc.MR{}, err
+		return nil, verbs.MR{}, err
 	}
 	return ses, mr, nil
 }

@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // loop is the steady-state transfer loop of the benchmark: the requester
@@ -16,7 +16,7 @@ type loop struct {
 	tb         testing.TB
 	eps        [2]*Endpoint
 	qps        [2]*QP
-	src, dst   mrc.MR
+	src, dst   verbs.MR
 	bufA, bufB []byte
 	now        mtime.Time
 	id         uint64
@@ -54,7 +54,7 @@ func newLoop(tb testing.TB, phantom bool) *loop {
 
 func (l *loop) post() {
 	l.id++
-	if err := l.qps[0].PostWrite(l.now, mrc.WriteRequest{ID: l.id, Local: l.src, Remote: l.dst, Length: min(l.src.Len, l.dst.Len)}); err != nil {
+	if err := l.qps[0].PostWrite(l.now, verbs.WriteRequest{ID: l.id, Local: l.src, Remote: l.dst, Length: min(l.src.Len, l.dst.Len)}); err != nil {
 		l.tb.Fatal(err)
 	}
 }
@@ -79,7 +79,7 @@ func (l *loop) step() {
 		if !ok {
 			break
 		}
-		if ev.Kind == mrc.EventWriteDone {
+		if ev.Kind == verbs.EventWriteDone {
 			l.post()
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // bottleneck runs two long flows from hosts 0 and 1 into host 2 through
@@ -30,7 +30,7 @@ func bottleneck(t *testing.T, cc CCMode, dc DCQCNConfig, start1, from, to time.D
 		src, _ := n.eps[h].RegisterPhantom(1 << 40)
 		dst, _ := n.eps[2].RegisterPhantom(1 << 40)
 		post := func(id uint64) {
-			if err := qs[h].PostWrite(n.now, mrc.WriteRequest{ID: id, Local: src, Remote: dst, Length: 1 << 30}); err != nil {
+			if err := qs[h].PostWrite(n.now, verbs.WriteRequest{ID: id, Local: src, Remote: dst, Length: 1 << 30}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -40,8 +40,8 @@ func bottleneck(t *testing.T, cc CCMode, dc DCQCNConfig, start1, from, to time.D
 	}
 	started := false
 	n.kick(0)
-	n.OnEvent = func(h int, ev mrc.Event) {
-		if ev.Kind == mrc.EventQPError {
+	n.OnEvent = func(h int, ev verbs.Event) {
+		if ev.Kind == verbs.EventQPError {
 			t.Fatalf("host %d: %v", h, ev)
 		}
 	}

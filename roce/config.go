@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // CCMode selects an endpoint's congestion control.
@@ -103,27 +103,27 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case len(c.Ports) == 0 || len(c.Ports) > mrc.MaxPlanes:
-		return fmt.Errorf("%w: %d ports, want 1..%d", mrc.ErrInvalidAttr, len(c.Ports), mrc.MaxPlanes)
+	case len(c.Ports) == 0 || len(c.Ports) > verbs.MaxPlanes:
+		return fmt.Errorf("%w: %d ports, want 1..%d", verbs.ErrInvalidAttr, len(c.Ports), verbs.MaxPlanes)
 	case c.MTU != 256 && c.MTU != 512 && c.MTU != 1024 && c.MTU != 2048 && c.MTU != 4096:
-		return fmt.Errorf("%w: MTU %d, want 256, 512, 1024, 2048 or 4096", mrc.ErrInvalidAttr, c.MTU)
+		return fmt.Errorf("%w: MTU %d, want 256, 512, 1024, 2048 or 4096", verbs.ErrInvalidAttr, c.MTU)
 	case c.LinkBitsPerSec < 1e6 || c.LinkBitsPerSec > 1e13:
-		return fmt.Errorf("%w: link speed %d b/s", mrc.ErrInvalidAttr, c.LinkBitsPerSec)
+		return fmt.Errorf("%w: link speed %d b/s", verbs.ErrInvalidAttr, c.LinkBitsPerSec)
 	case c.DSCP > 63 || c.CNPDSCP > 63:
-		return fmt.Errorf("%w: DSCP %d/%d, want 0..63", mrc.ErrInvalidAttr, c.DSCP, c.CNPDSCP)
+		return fmt.Errorf("%w: DSCP %d/%d, want 0..63", verbs.ErrInvalidAttr, c.DSCP, c.CNPDSCP)
 	case c.CC > CCNone:
-		return fmt.Errorf("%w: congestion control %v", mrc.ErrInvalidAttr, c.CC)
+		return fmt.Errorf("%w: congestion control %v", verbs.ErrInvalidAttr, c.CC)
 	case c.AckEvery < 1 || c.AckEvery > 1<<16:
-		return fmt.Errorf("%w: AckEvery %d", mrc.ErrInvalidAttr, c.AckEvery)
+		return fmt.Errorf("%w: AckEvery %d", verbs.ErrInvalidAttr, c.AckEvery)
 	case c.MaxQPs < 1 || c.MaxQPs > 1<<20:
-		return fmt.Errorf("%w: max QPs %d", mrc.ErrInvalidAttr, c.MaxQPs)
+		return fmt.Errorf("%w: max QPs %d", verbs.ErrInvalidAttr, c.MaxQPs)
 	}
 	if err := c.DCQCN.validate(c.LinkBitsPerSec); err != nil {
 		return err
 	}
 	for i, a := range c.Ports {
 		if !a.Is6() || a.Is4In6() {
-			return fmt.Errorf("%w: port %d address %v is not IPv6", mrc.ErrInvalidAttr, i, a)
+			return fmt.Errorf("%w: port %d address %v is not IPv6", verbs.ErrInvalidAttr, i, a)
 		}
 	}
 	return nil
@@ -238,7 +238,7 @@ func (c DCQCNConfig) WithDefaults() DCQCNConfig {
 
 func (c DCQCNConfig) validate(line int64) error {
 	bad := func(what string, v any) error {
-		return fmt.Errorf("%w: DCQCN %s %v", mrc.ErrInvalidAttr, what, v)
+		return fmt.Errorf("%w: DCQCN %s %v", verbs.ErrInvalidAttr, what, v)
 	}
 	switch {
 	case c.CNPInterval < 0:
@@ -333,11 +333,11 @@ func (a *ConnectAttr) withDefaults() {
 
 func (a *ConnectAttr) validate(ports int) error {
 	bad := func(f string, v ...any) error {
-		return fmt.Errorf("%w: "+f, append([]any{mrc.ErrInvalidAttr}, v...)...)
+		return fmt.Errorf("%w: "+f, append([]any{verbs.ErrInvalidAttr}, v...)...)
 	}
 	switch {
 	case a.Port < 0 || a.Port >= ports:
-		return fmt.Errorf("%w: port %d of %d", mrc.ErrBadPort, a.Port, ports)
+		return fmt.Errorf("%w: port %d of %d", verbs.ErrBadPort, a.Port, ports)
 	case !a.Remote.Is6() || a.Remote.Is4In6():
 		return bad("remote address %v is not IPv6", a.Remote)
 	case a.RemoteQPN > 1<<24-1 || a.RemoteQPN < 2:

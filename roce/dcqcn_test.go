@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -177,7 +177,7 @@ func TestNotificationPointRateLimit(t *testing.T) {
 		var pkts [][]byte
 		var wl []int
 		for i := range 600 {
-			if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: src, Remote: dst, Length: 1024}); err != nil {
+			if err := qa.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: src, Remote: dst, Length: 1024}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -239,7 +239,7 @@ func TestPacer(t *testing.T) {
 	qa, _ := n.connect(0, 1, ConnectAttr{}, ConnectAttr{})
 	ep := n.eps[0]
 	src, _ := ep.RegisterPhantom(1 << 30)
-	if err := qa.PostWrite(0, mrc.WriteRequest{Local: src, Remote: mrc.MR{Key: 1, Addr: 1 << 32, Len: 1 << 30}, Length: 1 << 30}); err != nil {
+	if err := qa.PostWrite(0, verbs.WriteRequest{Local: src, Remote: verbs.MR{Key: 1, Addr: 1 << 32, Len: 1 << 30}, Length: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	// Two CNPs: alpha 1 cuts to 50G, then ~25G.

@@ -5,13 +5,13 @@ import (
 	"math/rand/v2"
 	"net/netip"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/fifo"
 	"github.com/openmrc/mrc/internal/memreg"
 	"github.com/openmrc/mrc/internal/qptable"
 	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -19,11 +19,11 @@ import (
 // names for RoCE's control packets, so ACKs report as mrc.KindSACK, NAKs
 // as mrc.KindNACK and CNPs as mrc.KindEndpoint.
 const (
-	KindData       = mrc.KindData       // a data packet's first transmission
-	KindRetransmit = mrc.KindRetransmit // a data packet sent again by go-back-N
-	KindACK        = mrc.KindSACK       // ACKNOWLEDGE with an ACK syndrome
-	KindNAK        = mrc.KindNACK       // ACKNOWLEDGE with a NAK or RNR NAK syndrome
-	KindCNP        = mrc.KindEndpoint   // congestion notification packet
+	KindData       = verbs.KindData       // a data packet's first transmission
+	KindRetransmit = verbs.KindRetransmit // a data packet sent again by go-back-N
+	KindACK        = verbs.KindSACK       // ACKNOWLEDGE with an ACK syndrome
+	KindNAK        = verbs.KindNACK       // ACKNOWLEDGE with a NAK or RNR NAK syndrome
+	KindCNP        = verbs.KindEndpoint   // congestion notification packet
 )
 
 type port struct {
@@ -40,9 +40,9 @@ type Endpoint struct {
 	cfg    Config
 	rng    *rand.Rand
 	ports  []port
-	up     mrc.PortMask
+	up     verbs.PortMask
 	stats  Stats // endpoint-level counts (drops before a QP is known)
-	events fifo.Queue[mrc.Event]
+	events fifo.Queue[verbs.Event]
 
 	mem memreg.Table
 
@@ -89,7 +89,7 @@ func (e *Endpoint) PortAddr(p int) netip.Addr { return netip.AddrFrom16(e.ports[
 // (an RC QP has no other path).
 func (e *Endpoint) SetPortUp(now mtime.Time, p int, up bool) error {
 	if p < 0 || p >= len(e.ports) {
-		return mrc.ErrBadPort
+		return verbs.ErrBadPort
 	}
 	e.ports[p].up = up
 	if up {
@@ -121,7 +121,7 @@ func (e *Endpoint) CreateQP() (*QP, error) {
 	q.timer.Init()
 	qpn, err := e.qps.Add(q, e.cfg.MaxQPs)
 	if err != nil {
-		return nil, mrc.ErrTooManyQPs
+		return nil, verbs.ErrTooManyQPs
 	}
 	q.qpn = qpn
 	return q, nil
@@ -134,13 +134,13 @@ func (e *Endpoint) DestroyQP(q *QP) {
 		return
 	}
 	e.timers.Remove(q)
-	q.state = mrc.StateReset
+	q.state = verbs.StateReset
 	q.destroyed = true
 }
 
 // PollEvent returns the next event, if any: mrc.EventWriteDone,
 // mrc.EventRecvImm or mrc.EventQPError.
-func (e *Endpoint) PollEvent() (mrc.Event, bool) { return e.events.Pop() }
+func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 
 // NextTimeout returns when HandleTimeout should next be called, or
 // mtime.Never: the earliest local ACK timer, and for every QP that has
@@ -198,10 +198,10 @@ func (e *Endpoint) markReady(q *QP) {
 // a port, QPs take turns, and a QP sends its CNPs, NAKs and ACKs before
 // its data. A QP's data waits for its DCQCN pacer and its RNR wait, which
 // NextTimeout includes. The answer can change after any input or timeout.
-func (e *Endpoint) PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (mrc.Transmit, bool) {
+func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool) {
 	free &= e.up
 	if free == 0 {
-		return mrc.Transmit{}, false
+		return verbs.Transmit{}, false
 	}
 	if len(buf) < MaxHeaderLen+e.cfg.MTU+8 {
 		panic(fmt.Sprintf("roce: PollTransmit buffer of %d bytes, want at least %d", len(buf), MaxHeaderLen+e.cfg.MTU+8))
@@ -225,7 +225,7 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (
 			e.update(q, now)
 		}
 	}
-	return mrc.Transmit{}, false
+	return verbs.Transmit{}, false
 }
 
 // HandleDatagram processes one packet received on port at now. pkt holds
@@ -236,53 +236,53 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (
 // Stats().Drops, and traced.
 func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int) {
 	if port < 0 || port >= len(e.ports) || !e.ports[port].up {
-		e.drop(now, &e.stats, 0, mrc.DropQPState)
+		e.drop(now, &e.stats, 0, verbs.DropQPState)
 		return
 	}
 	p := &e.rx
 	switch err := p.Decode(pkt); err {
 	case nil:
 	case wire.ErrUnsupported:
-		e.drop(now, &e.stats, 0, mrc.DropNotMRC)
+		e.drop(now, &e.stats, 0, verbs.DropNotMRC)
 		return
 	default:
-		e.drop(now, &e.stats, 0, mrc.DropMalformed)
+		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
 	if p.IP.Dst != e.ports[port].addr || p.BTH.PKey&0x7FFF != wire.PKeyDefault&0x7FFF {
-		e.drop(now, &e.stats, 0, mrc.DropNotMRC)
+		e.drop(now, &e.stats, 0, verbs.DropNotMRC)
 		return
 	}
 	phantom := wireLen > len(pkt)
 	if phantom && (wireLen != p.Len() || !p.Opcode().IsData()) || !phantom && !p.HasICRC {
-		e.drop(now, &e.stats, 0, mrc.DropMalformed)
+		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
 	if !phantom && !e.cfg.SkipICRC {
 		switch p.Verify(pkt) {
 		case nil:
 		case wire.ErrChecksum:
-			e.drop(now, &e.stats, 0, mrc.DropBadChecksum)
+			e.drop(now, &e.stats, 0, verbs.DropBadChecksum)
 			return
 		default:
-			e.drop(now, &e.stats, 0, mrc.DropBadICRC)
+			e.drop(now, &e.stats, 0, verbs.DropBadICRC)
 			return
 		}
 	}
 	q := e.QP(p.BTH.DestQP)
-	if q == nil || q.state == mrc.StateReset || q.port != port {
-		e.drop(now, &e.stats, 0, mrc.DropUnknownQP)
+	if q == nil || q.state == verbs.StateReset || q.port != port {
+		e.drop(now, &e.stats, 0, verbs.DropUnknownQP)
 		return
 	}
 	q.handle(now, p, phantom)
 	e.update(q, now)
 }
 
-func (e *Endpoint) emit(ev mrc.Event) { e.events.Push(ev) }
+func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
 // drop counts a discarded packet in s (the QP's or the endpoint's) and
 // traces it.
-func (e *Endpoint) drop(now mtime.Time, s *Stats, qpn uint32, why mrc.DropReason) {
+func (e *Endpoint) drop(now mtime.Time, s *Stats, qpn uint32, why verbs.DropReason) {
 	s.Drops[why]++
 	if t := e.cfg.Tracer; t != nil {
 		t.Trace(&trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})

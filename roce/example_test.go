@@ -7,16 +7,17 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/roce"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // transport is what a host drives: the method set roce.Endpoint shares
 // with mrc.Endpoint.
 type transport interface {
-	PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (mrc.Transmit, bool)
+	PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool)
 	HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int)
 	NextTimeout() mtime.Time
 	HandleTimeout(now mtime.Time)
-	PollEvent() (mrc.Event, bool)
+	PollEvent() (verbs.Event, bool)
 }
 
 // Example connects two RoCE endpoints back to back, WRITEs 10 000 bytes
@@ -42,7 +43,7 @@ func Example() {
 	srcMR, _ := a.RegisterMemory(src)
 	dstMR, _ := b.RegisterMemory(dst)
 	qb.PostRecv(7)
-	qa.PostWrite(0, mrc.WriteRequest{ID: 1, Local: srcMR, Remote: dstMR, Length: 10000, WithImm: true, Imm: 42})
+	qa.PostWrite(0, verbs.WriteRequest{ID: 1, Local: srcMR, Remote: dstMR, Length: 10000, WithImm: true, Imm: 42})
 
 	type inflight struct {
 		at   mtime.Time
@@ -64,7 +65,7 @@ func Example() {
 				}
 			}
 			for {
-				tx, ok := ep.PollTransmit(now, mrc.AllPorts, buf)
+				tx, ok := ep.PollTransmit(now, verbs.AllPorts, buf)
 				if !ok {
 					break
 				}
@@ -72,9 +73,9 @@ func Example() {
 			}
 			for ev, ok := ep.PollEvent(); ok; ev, ok = ep.PollEvent() {
 				switch ev.Kind {
-				case mrc.EventRecvImm:
+				case verbs.EventRecvImm:
 					fmt.Printf("%v: B received %d bytes, immediate %d, into receive %d\n", usec(ev.Time), ev.Bytes, ev.Imm, ev.WRID)
-				case mrc.EventWriteDone:
+				case verbs.EventWriteDone:
 					fmt.Printf("%v: A's WRITE %d of %d bytes completed, err %v\n", usec(ev.Time), ev.WRID, ev.Bytes, ev.Err)
 				}
 			}

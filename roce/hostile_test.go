@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -21,7 +21,7 @@ type pair struct {
 	a, b     *Endpoint
 	qa, qb   *QP
 	mem      []byte // B's registered memory, with guard bytes around it
-	dstMR    mrc.MR
+	dstMR    verbs.MR
 	data     [][]byte // A's data packets: FIRST, MIDDLE, LAST, ONLY_IMM
 	ctrl     [][]byte // B's answers: an ACK, a NAK and a CNP
 	buf      []byte
@@ -63,8 +63,8 @@ func newPairICRC(t testing.TB, skip bool) *pair {
 		src[i] = byte(i * 7)
 	}
 	srcMR, _ := x.a.RegisterMemory(src)
-	x.qa.PostWrite(0, mrc.WriteRequest{ID: 1, Local: srcMR, Remote: x.dstMR, Length: 2*pairMTU + 100})
-	x.qa.PostWrite(0, mrc.WriteRequest{ID: 2, Local: srcMR, Remote: x.dstMR, RemoteOffset: 4096, Length: 300, WithImm: true, Imm: 0x1234})
+	x.qa.PostWrite(0, verbs.WriteRequest{ID: 1, Local: srcMR, Remote: x.dstMR, Length: 2*pairMTU + 100})
+	x.qa.PostWrite(0, verbs.WriteRequest{ID: 2, Local: srcMR, Remote: x.dstMR, RemoteOffset: 4096, Length: 300, WithImm: true, Imm: 0x1234})
 	x.qb.PostRecv(77)
 	for now := mtime.Time(0); len(x.data) < 4; now += 100 {
 		if tx, ok := x.a.PollTransmit(now, 1, x.buf); ok {
@@ -143,34 +143,34 @@ func TestHostilePackets(t *testing.T) {
 		pkt     []byte
 		wireLen int // 0: len(pkt)
 		port    int
-		want    mrc.DropReason
+		want    verbs.DropReason
 		nak     uint8 // syndrome of the NAK B must send, or 0
 	}{
-		{name: "truncated", pkt: first[:30], want: mrc.DropMalformed},
-		{name: "garbage", pkt: []byte("Not a RoCE packet (IP version 4), but long enough to parse a header or two"), want: mrc.DropMalformed},
-		{name: "headers only", pkt: first[:wire.IPv6Len+wire.UDPLen+wire.BTHLen+4], want: mrc.DropMalformed},
-		{name: "bit flip", pkt: flip(first, len(first)-50), want: mrc.DropBadChecksum},
-		{name: "bad ICRC", pkt: badICRC(), want: mrc.DropBadICRC},
-		{name: "no such port", pkt: first, port: 3, want: mrc.DropQPState},
-		{name: "not UDP", pkt: notUDP, want: mrc.DropNotMRC},
-		{name: "UDP port", pkt: forge(t, first, func(p *Packet) { p.UDP.DstPort = 4792 }), want: mrc.DropNotMRC},
-		{name: "SEND opcode", pkt: forge(t, middle, func(p *Packet) { p.BTH.Opcode = 0x04 }), want: mrc.DropNotMRC},
-		{name: "other host", pkt: forge(t, first, func(p *Packet) { p.IP.Dst[15] = 9 }), want: mrc.DropNotMRC},
-		{name: "P_Key", pkt: forge(t, first, func(p *Packet) { p.BTH.PKey = 0x8001 }), want: mrc.DropNotMRC},
-		{name: "wrong QPN", pkt: forge(t, first, func(p *Packet) { p.BTH.DestQP = 0x7777 }), want: mrc.DropUnknownQP},
-		{name: "wrong source", pkt: forge(t, first, func(p *Packet) { p.IP.Src[15] ^= 0x40 }), want: mrc.DropBadSource},
-		{name: "PSN ahead", pkt: forge(t, first, func(p *Packet) { p.BTH.PSN = (p.BTH.PSN + 5) & wire.PSNMask }), want: mrc.DropOutOfWindow, nak: 0x60},
-		{name: "bad R_Key", pkt: forge(t, first, func(p *Packet) { p.RETH.RKey ^= 0x100 }), want: mrc.DropBadRKey, nak: 0x62},
-		{name: "stale key tag", pkt: forge(t, first, func(p *Packet) { p.RETH.RKey ^= 0x01 }), want: mrc.DropBadRKey, nak: 0x62},
-		{name: "VA below", pkt: forge(t, first, func(p *Packet) { p.RETH.VA -= 1 }), want: mrc.DropBounds, nak: 0x62},
-		{name: "length beyond", pkt: forge(t, first, func(p *Packet) { p.RETH.DMALen = 8193 }), want: mrc.DropBounds, nak: 0x62},
-		{name: "VA overflow", pkt: forge(t, first, func(p *Packet) { p.RETH.VA = 1<<64 - 100 }), want: mrc.DropBounds, nak: 0x62},
-		{name: "MIDDLE first", pkt: forge(t, middle, func(p *Packet) { p.BTH.PSN = uint32(base.startPSN) }), want: mrc.DropMalformed, nak: 0x61},
-		{name: "FIRST short", pkt: forge(t, first, func(p *Packet) { p.Payload, p.PayloadLen = p.Payload[:100], 100 }), want: mrc.DropMalformed, nak: 0x61},
-		{name: "FIRST of one MTU", pkt: forge(t, first, func(p *Packet) { p.RETH.DMALen = pairMTU }), want: mrc.DropMalformed, nak: 0x61},
-		{name: "ONLY length", pkt: forge(t, only, func(p *Packet) { p.BTH.PSN = uint32(base.startPSN); p.RETH.DMALen = 299 }), want: mrc.DropMalformed, nak: 0x61},
-		{name: "phantom into memory", pkt: phantom, wireLen: len(first), want: mrc.DropPhantom},
-		{name: "phantom length", pkt: middle[:60], wireLen: len(middle) + 1, want: mrc.DropMalformed},
+		{name: "truncated", pkt: first[:30], want: verbs.DropMalformed},
+		{name: "garbage", pkt: []byte("Not a RoCE packet (IP version 4), but long enough to parse a header or two"), want: verbs.DropMalformed},
+		{name: "headers only", pkt: first[:wire.IPv6Len+wire.UDPLen+wire.BTHLen+4], want: verbs.DropMalformed},
+		{name: "bit flip", pkt: flip(first, len(first)-50), want: verbs.DropBadChecksum},
+		{name: "bad ICRC", pkt: badICRC(), want: verbs.DropBadICRC},
+		{name: "no such port", pkt: first, port: 3, want: verbs.DropQPState},
+		{name: "not UDP", pkt: notUDP, want: verbs.DropNotMRC},
+		{name: "UDP port", pkt: forge(t, first, func(p *Packet) { p.UDP.DstPort = 4792 }), want: verbs.DropNotMRC},
+		{name: "SEND opcode", pkt: forge(t, middle, func(p *Packet) { p.BTH.Opcode = 0x04 }), want: verbs.DropNotMRC},
+		{name: "other host", pkt: forge(t, first, func(p *Packet) { p.IP.Dst[15] = 9 }), want: verbs.DropNotMRC},
+		{name: "P_Key", pkt: forge(t, first, func(p *Packet) { p.BTH.PKey = 0x8001 }), want: verbs.DropNotMRC},
+		{name: "wrong QPN", pkt: forge(t, first, func(p *Packet) { p.BTH.DestQP = 0x7777 }), want: verbs.DropUnknownQP},
+		{name: "wrong source", pkt: forge(t, first, func(p *Packet) { p.IP.Src[15] ^= 0x40 }), want: verbs.DropBadSource},
+		{name: "PSN ahead", pkt: forge(t, first, func(p *Packet) { p.BTH.PSN = (p.BTH.PSN + 5) & wire.PSNMask }), want: verbs.DropOutOfWindow, nak: 0x60},
+		{name: "bad R_Key", pkt: forge(t, first, func(p *Packet) { p.RETH.RKey ^= 0x100 }), want: verbs.DropBadRKey, nak: 0x62},
+		{name: "stale key tag", pkt: forge(t, first, func(p *Packet) { p.RETH.RKey ^= 0x01 }), want: verbs.DropBadRKey, nak: 0x62},
+		{name: "VA below", pkt: forge(t, first, func(p *Packet) { p.RETH.VA -= 1 }), want: verbs.DropBounds, nak: 0x62},
+		{name: "length beyond", pkt: forge(t, first, func(p *Packet) { p.RETH.DMALen = 8193 }), want: verbs.DropBounds, nak: 0x62},
+		{name: "VA overflow", pkt: forge(t, first, func(p *Packet) { p.RETH.VA = 1<<64 - 100 }), want: verbs.DropBounds, nak: 0x62},
+		{name: "MIDDLE first", pkt: forge(t, middle, func(p *Packet) { p.BTH.PSN = uint32(base.startPSN) }), want: verbs.DropMalformed, nak: 0x61},
+		{name: "FIRST short", pkt: forge(t, first, func(p *Packet) { p.Payload, p.PayloadLen = p.Payload[:100], 100 }), want: verbs.DropMalformed, nak: 0x61},
+		{name: "FIRST of one MTU", pkt: forge(t, first, func(p *Packet) { p.RETH.DMALen = pairMTU }), want: verbs.DropMalformed, nak: 0x61},
+		{name: "ONLY length", pkt: forge(t, only, func(p *Packet) { p.BTH.PSN = uint32(base.startPSN); p.RETH.DMALen = 299 }), want: verbs.DropMalformed, nak: 0x61},
+		{name: "phantom into memory", pkt: phantom, wireLen: len(first), want: verbs.DropPhantom},
+		{name: "phantom length", pkt: middle[:60], wireLen: len(middle) + 1, want: verbs.DropMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,19 +234,19 @@ func TestHostileAcks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pkt  []byte
-		want mrc.DropReason
+		want verbs.DropReason
 	}{
-		{"ACK of unsent PSNs", forge(t, ack, func(p *Packet) { p.BTH.PSN = (p.BTH.PSN + 1000) & wire.PSNMask }), mrc.DropStale},
-		{"NAK of unsent PSN", forge(t, ack, func(p *Packet) { p.AETH.Syndrome = 0x62; p.BTH.PSN = (p.BTH.PSN + 9) & wire.PSNMask }), mrc.DropStale},
-		{"NAK before una", forge(t, ack, func(p *Packet) { p.AETH.Syndrome = 0x60; p.BTH.PSN = (p.BTH.PSN - 100) & wire.PSNMask }), mrc.DropStale},
-		{"reserved syndrome", forge(t, ack, func(p *Packet) { p.AETH.Syndrome = 0x41 }), mrc.DropMalformed},
-		{"CNP with payload", forge(t, x.ctrl[0], func(p *Packet) { p.Payload, p.PayloadLen = []byte{1, 2, 3, 4}, 4 }), mrc.DropMalformed},
+		{"ACK of unsent PSNs", forge(t, ack, func(p *Packet) { p.BTH.PSN = (p.BTH.PSN + 1000) & wire.PSNMask }), verbs.DropStale},
+		{"NAK of unsent PSN", forge(t, ack, func(p *Packet) { p.AETH.Syndrome = 0x62; p.BTH.PSN = (p.BTH.PSN + 9) & wire.PSNMask }), verbs.DropStale},
+		{"NAK before una", forge(t, ack, func(p *Packet) { p.AETH.Syndrome = 0x60; p.BTH.PSN = (p.BTH.PSN - 100) & wire.PSNMask }), verbs.DropStale},
+		{"reserved syndrome", forge(t, ack, func(p *Packet) { p.AETH.Syndrome = 0x41 }), verbs.DropMalformed},
+		{"CNP with payload", forge(t, x.ctrl[0], func(p *Packet) { p.Payload, p.PayloadLen = []byte{1, 2, 3, 4}, 4 }), verbs.DropMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			y := newPair(t)
 			y.a.HandleDatagram(10, 0, tc.pkt, len(tc.pkt))
 			s := y.a.Stats()
-			if s.Drops[tc.want] != 1 || s.Dropped() != 1 || y.qa.State() != mrc.StateRTS || s.WritesDone != 0 {
+			if s.Drops[tc.want] != 1 || s.Dropped() != 1 || y.qa.State() != verbs.StateRTS || s.WritesDone != 0 {
 				t.Fatalf("drops %v, state %v, %d writes done", s.Drops, y.qa.State(), s.WritesDone)
 			}
 		})
@@ -254,8 +254,8 @@ func TestHostileAcks(t *testing.T) {
 	// The genuine ACK completes the first WRITE, once.
 	x.a.HandleDatagram(10, 0, ack, len(ack))
 	x.a.HandleDatagram(11, 0, ack, len(ack))
-	if s := x.a.Stats(); s.WritesDone != 1 || s.Drops[mrc.DropStale] != 0 {
-		t.Fatalf("%d writes done, %d stale", s.WritesDone, s.Drops[mrc.DropStale])
+	if s := x.a.Stats(); s.WritesDone != 1 || s.Drops[verbs.DropStale] != 0 {
+		t.Fatalf("%d writes done, %d stale", s.WritesDone, s.Drops[verbs.DropStale])
 	}
 }
 
@@ -265,15 +265,15 @@ func TestRemoteAccessError(t *testing.T) {
 	x := newTransfer(t, tnetConfig{Seed: 3}, ConnectAttr{}, 1<<16)
 	bogus := x.dstMR
 	bogus.Key ^= 0x55
-	if err := x.qa.PostWrite(0, mrc.WriteRequest{ID: 9, Local: x.srcMR, Remote: bogus, Length: 5000}); err != nil {
+	if err := x.qa.PostWrite(0, verbs.WriteRequest{ID: 9, Local: x.srcMR, Remote: bogus, Length: 5000}); err != nil {
 		t.Fatal(err)
 	}
 	x.net.kick(0)
 	x.net.run(time.Millisecond, func() bool { return len(x.errs) > 0 })
-	if len(x.errs) == 0 || !errors.Is(x.errs[0].Err, ErrRemoteAccess) || !errors.Is(x.errs[0].Err, mrc.ErrRemoteFatal) {
+	if len(x.errs) == 0 || !errors.Is(x.errs[0].Err, ErrRemoteAccess) || !errors.Is(x.errs[0].Err, verbs.ErrRemoteFatal) {
 		t.Fatalf("events %v", x.errs)
 	}
-	if s := x.qb.Stats(); s.FatalNAKsSent != 1 || s.Drops[mrc.DropBadRKey] != 1 {
+	if s := x.qb.Stats(); s.FatalNAKsSent != 1 || s.Drops[verbs.DropBadRKey] != 1 {
 		t.Fatalf("responder: %d fatal NAKs, drops %v", s.FatalNAKsSent, s.Drops)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // drain runs the network until nothing is left in flight.
@@ -32,7 +32,7 @@ func TestGoBackNSingleLoss(t *testing.T) {
 	var highest psn.PSN = start // highest data PSN A has sent
 	var atNAK psn.PSN           // ... when the NAK reached it
 	naks := 0
-	x.net.Tap = func(_ mtime.Time, from int, tx mrc.Transmit, pkt []byte) {
+	x.net.Tap = func(_ mtime.Time, from int, tx verbs.Transmit, pkt []byte) {
 		var p Packet
 		p.Decode(pkt)
 		if from == 0 && tx.Kind == KindData {
@@ -136,7 +136,7 @@ func TestRetryExhausted(t *testing.T) {
 		t.Fatalf("no error: %v", x)
 	}
 	qe := x.errs[0]
-	if qe.Kind != mrc.EventQPError || !errors.Is(qe.Err, mrc.ErrNoPath) || x.qa.State() != mrc.StateError {
+	if qe.Kind != verbs.EventQPError || !errors.Is(qe.Err, verbs.ErrNoPath) || x.qa.State() != verbs.StateError {
 		t.Fatalf("first event %v, state %v", qe, x.qa.State())
 	}
 	if want := lastHeard.Add((retries + 1) * to); qe.Time != want {
@@ -149,7 +149,7 @@ func TestRetryExhausted(t *testing.T) {
 	}
 	flushed := 0
 	for _, ev := range x.errs[1:] {
-		if ev.Kind != mrc.EventWriteDone || !errors.Is(ev.Err, mrc.ErrFlushed) {
+		if ev.Kind != verbs.EventWriteDone || !errors.Is(ev.Err, verbs.ErrFlushed) {
 			t.Fatalf("event %v", ev)
 		}
 		flushed++
@@ -178,7 +178,7 @@ func TestRetryCountsPerPSN(t *testing.T) {
 	}}, ConnectAttr{Timeout: 4, RetryCount: retries}, 1<<20)
 	x.postAll(8, 0)
 	x.net.run(time.Second, func() bool { return len(x.errs) > 0 })
-	if len(x.errs) == 0 || !errors.Is(x.errs[0].Err, mrc.ErrNoPath) {
+	if len(x.errs) == 0 || !errors.Is(x.errs[0].Err, verbs.ErrNoPath) {
 		t.Fatalf("events %v", x.errs)
 	}
 	sa := x.qa.Stats()

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -55,9 +55,9 @@ type tnet struct {
 	egress []tegress    // switch port towards each host
 	buf    []byte
 
-	OnEvent func(host int, ev mrc.Event)
-	Tap     func(now mtime.Time, from int, tx mrc.Transmit, pkt []byte) // every packet sent
-	Deliver func(now mtime.Time, to int, pkt []byte)                    // every packet delivered
+	OnEvent func(host int, ev verbs.Event)
+	Tap     func(now mtime.Time, from int, tx verbs.Transmit, pkt []byte) // every packet sent
+	Deliver func(now mtime.Time, to int, pkt []byte)                      // every packet delivered
 
 	Lost, LostData, Marked uint64
 }
@@ -326,12 +326,12 @@ type transfer struct {
 	net      *tnet
 	qa, qb   *QP
 	src, dst []byte
-	srcMR    mrc.MR
-	dstMR    mrc.MR
+	srcMR    verbs.MR
+	dstMR    verbs.MR
 	done     []uint64 // WR IDs in completion order at A
 	imms     []uint32 // immediates in delivery order at B
 	recvIDs  []uint64
-	errs     []mrc.Event
+	errs     []verbs.Event
 	posted   int
 	wantImm  int
 }
@@ -361,11 +361,11 @@ func newTransfer(t testing.TB, cfg tnetConfig, attr ConnectAttr, size int) *tran
 	if x.dstMR, err = n.eps[1].RegisterMemory(x.dst[guard : guard+size]); err != nil {
 		t.Fatal(err)
 	}
-	n.OnEvent = func(h int, ev mrc.Event) {
+	n.OnEvent = func(h int, ev verbs.Event) {
 		switch {
-		case ev.Kind == mrc.EventWriteDone && ev.Err == nil && h == 0:
+		case ev.Kind == verbs.EventWriteDone && ev.Err == nil && h == 0:
 			x.done = append(x.done, ev.WRID)
-		case ev.Kind == mrc.EventRecvImm && h == 1:
+		case ev.Kind == verbs.EventRecvImm && h == 1:
 			x.imms = append(x.imms, ev.Imm)
 			x.recvIDs = append(x.recvIDs, ev.WRID)
 		default:
@@ -391,7 +391,7 @@ func (x *transfer) postAll(seed uint64, immEvery int) {
 			n = 1 + r.IntN(20*mtu)
 		}
 		n = min(n, len(x.src)-off)
-		wr := mrc.WriteRequest{ID: uint64(i), Local: x.srcMR, LocalOffset: uint64(off), Remote: x.dstMR,
+		wr := verbs.WriteRequest{ID: uint64(i), Local: x.srcMR, LocalOffset: uint64(off), Remote: x.dstMR,
 			RemoteOffset: uint64(off), Length: uint64(n)}
 		if immEvery > 0 && i%immEvery == 0 {
 			wr.WithImm, wr.Imm = true, uint32(0xABC00000+i)

@@ -6,11 +6,11 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/internal/timerq"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -20,13 +20,13 @@ import (
 // two and errors.Is(err, mrc.ErrNoPath) for the third.
 var (
 	// ErrRemoteAccess: the peer NAKed a WRITE for a bad R_Key or range.
-	ErrRemoteAccess = fmt.Errorf("%w: remote access error (NAK)", mrc.ErrRemoteFatal)
+	ErrRemoteAccess = fmt.Errorf("%w: remote access error (NAK)", verbs.ErrRemoteFatal)
 	// ErrRemoteInvalid: the peer NAKed a request as invalid (or sent a
 	// remote operational error).
-	ErrRemoteInvalid = fmt.Errorf("%w: invalid request (NAK)", mrc.ErrRemoteFatal)
+	ErrRemoteInvalid = fmt.Errorf("%w: invalid request (NAK)", verbs.ErrRemoteFatal)
 	// ErrRNRRetryExceeded: the peer kept answering RNR (no receive
 	// posted for a WRITE_IMM) past the RNR retry count.
-	ErrRNRRetryExceeded = fmt.Errorf("%w: RNR retry count exceeded", mrc.ErrNoPath)
+	ErrRNRRetryExceeded = fmt.Errorf("%w: RNR retry count exceeded", verbs.ErrNoPath)
 )
 
 // QP is one RC queue pair: a requester that sends WRITEs in PSN order on
@@ -36,7 +36,7 @@ var (
 type QP struct {
 	ep        *Endpoint
 	qpn       uint32
-	state     mrc.QPState
+	state     verbs.QPState
 	err       error
 	destroyed bool
 	stats     Stats
@@ -65,7 +65,7 @@ func (q *QP) QPN() uint32 { return q.qpn }
 
 // State returns the QP's state: mrc.StateReset until Connect, then
 // mrc.StateRTS, or mrc.StateError.
-func (q *QP) State() mrc.QPState { return q.state }
+func (q *QP) State() verbs.QPState { return q.state }
 
 // Err returns why the QP entered ERROR, or nil.
 func (q *QP) Err() error { return q.err }
@@ -105,8 +105,8 @@ func (q *QP) DCQCN() *DCQCN {
 // ECMP path, learns the peer, and may then post WRITEs and accept the
 // peer's. It stands for the verbs transitions RESET→INIT→RTR→RTS.
 func (q *QP) Connect(now mtime.Time, a ConnectAttr) error {
-	if q.state != mrc.StateReset || q.destroyed {
-		return fmt.Errorf("%w: Connect in %v", mrc.ErrQPState, q.state)
+	if q.state != verbs.StateReset || q.destroyed {
+		return fmt.Errorf("%w: Connect in %v", verbs.ErrQPState, q.state)
 	}
 	e := q.ep
 	a.withDefaults()
@@ -131,18 +131,18 @@ func (q *QP) Connect(now mtime.Time, a ConnectAttr) error {
 		q.rp.init(e.cfg.DCQCN, e.cfg.LinkBitsPerSec, now)
 		q.tracedRate = e.cfg.LinkBitsPerSec
 	}
-	q.setState(now, mrc.StateRTS)
+	q.setState(now, verbs.StateRTS)
 	return nil
 }
 
 // SetError moves the QP to ERROR: posted WRITEs complete with
 // mrc.ErrFlushed and the QP sends and accepts nothing more.
 func (q *QP) SetError(now mtime.Time) {
-	q.fail(now, mrc.ErrFlushed)
+	q.fail(now, verbs.ErrFlushed)
 	q.ep.update(q, now)
 }
 
-func (q *QP) setState(now mtime.Time, s mrc.QPState) {
+func (q *QP) setState(now mtime.Time, s verbs.QPState) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		t.Trace(&trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
 	}
@@ -151,40 +151,40 @@ func (q *QP) setState(now mtime.Time, s mrc.QPState) {
 
 // fail moves the QP to ERROR with err and flushes its WRITEs.
 func (q *QP) fail(now mtime.Time, err error) {
-	if q.state == mrc.StateError {
+	if q.state == verbs.StateError {
 		return
 	}
 	q.err = err
-	q.setState(now, mrc.StateError)
-	q.ep.emit(mrc.Event{Kind: mrc.EventQPError, Time: now, QPN: q.qpn, Err: err})
+	q.setState(now, verbs.StateError)
+	q.ep.emit(verbs.Event{Kind: verbs.EventQPError, Time: now, QPN: q.qpn, Err: err})
 	q.req.flush(q, now)
 	q.rsp.clearCtrl()
 }
 
 // MaxWriteLen is the largest WRITE: the RETH DMA length is 32 bits, and
 // the MRC core's limit is kept.
-const MaxWriteLen = mrc.MaxWriteLen
+const MaxWriteLen = verbs.MaxWriteLen
 
 // PostWrite queues a WRITE or WRITE_IMM. It fails unless the QP is in
 // RTS, the local range lies in a registered region of this endpoint, and
 // the remote range lies in wr.Remote.
-func (q *QP) PostWrite(now mtime.Time, wr mrc.WriteRequest) error {
-	if q.state != mrc.StateRTS {
-		return fmt.Errorf("%w: PostWrite in %v", mrc.ErrQPState, q.state)
+func (q *QP) PostWrite(now mtime.Time, wr verbs.WriteRequest) error {
+	if q.state != verbs.StateRTS {
+		return fmt.Errorf("%w: PostWrite in %v", verbs.ErrQPState, q.state)
 	}
 	r := q.ep.mem.Lookup(wr.Local.Key)
 	if r == nil {
-		return fmt.Errorf("%w: local key %#x", mrc.ErrBadMR, wr.Local.Key)
+		return fmt.Errorf("%w: local key %#x", verbs.ErrBadMR, wr.Local.Key)
 	}
 	if wr.Length > MaxWriteLen {
-		return fmt.Errorf("%w: %d bytes, at most %d", mrc.ErrInvalidAttr, wr.Length, MaxWriteLen)
+		return fmt.Errorf("%w: %d bytes, at most %d", verbs.ErrInvalidAttr, wr.Length, MaxWriteLen)
 	}
 	off, ok := r.Span(r.Addr+wr.LocalOffset, wr.Length)
 	if !ok || wr.LocalOffset > r.Len {
-		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", mrc.ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
+		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", verbs.ErrLocalBounds, wr.LocalOffset, wr.Length, r.Len)
 	}
 	if wr.RemoteOffset > wr.Remote.Len || wr.Length > wr.Remote.Len-wr.RemoteOffset {
-		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", mrc.ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
+		return fmt.Errorf("%w: offset %d + %d bytes in a region of %d", verbs.ErrRemoteBounds, wr.RemoteOffset, wr.Length, wr.Remote.Len)
 	}
 	var src []byte
 	if r.Buf != nil {
@@ -202,8 +202,8 @@ func (q *QP) PostWrite(now mtime.Time, wr mrc.WriteRequest) error {
 // finds no receive posted is answered with an RNR NAK, and the peer
 // resends it after the RNR timer.
 func (q *QP) PostRecv(id uint64) error {
-	if q.state == mrc.StateError || q.destroyed {
-		return fmt.Errorf("%w: PostRecv in %v", mrc.ErrQPState, q.state)
+	if q.state == verbs.StateError || q.destroyed {
+		return fmt.Errorf("%w: PostRecv in %v", verbs.ErrQPState, q.state)
 	}
 	q.rsp.recvs = append(q.rsp.recvs, id)
 	return nil
@@ -211,7 +211,7 @@ func (q *QP) PostRecv(id uint64) error {
 
 // sendable reports whether q has a packet to send at now, ports aside.
 func (q *QP) sendable(now mtime.Time) bool {
-	if q.state != mrc.StateRTS {
+	if q.state != verbs.StateRTS {
 		return false
 	}
 	return q.rsp.hasCtrl() || q.req.hasData() && q.dataAllowedAt(now) <= now
@@ -233,7 +233,7 @@ func (q *QP) dataAllowedAt(now mtime.Time) mtime.Time {
 // PSNs are outstanding, and, when data waits for the pacer or an RNR
 // wait, the time it may go or the rate next rises, whichever is first.
 func (q *QP) deadline(now mtime.Time) mtime.Time {
-	if q.state != mrc.StateRTS {
+	if q.state != verbs.StateRTS {
 		return mtime.Never
 	}
 	d := q.req.rtoDeadline()
@@ -251,7 +251,7 @@ func (q *QP) deadline(now mtime.Time) mtime.Time {
 // onTimer runs the local ACK timer; the pacer needs nothing but the
 // re-evaluation update does.
 func (q *QP) onTimer(now mtime.Time) {
-	if q.state != mrc.StateRTS {
+	if q.state != verbs.StateRTS {
 		return
 	}
 	q.req.onTimer(q, now)
@@ -259,9 +259,9 @@ func (q *QP) onTimer(now mtime.Time) {
 
 // poll writes q's next packet into buf: a CNP, NAK or ACK first, then
 // data.
-func (q *QP) poll(now mtime.Time, buf []byte) (mrc.Transmit, bool) {
-	if q.state != mrc.StateRTS {
-		return mrc.Transmit{}, false
+func (q *QP) poll(now mtime.Time, buf []byte) (verbs.Transmit, bool) {
+	if q.state != verbs.StateRTS {
+		return verbs.Transmit{}, false
 	}
 	if q.rsp.hasCtrl() {
 		if tx, ok := q.rsp.writeCtrl(q, now, buf); ok {
@@ -269,7 +269,7 @@ func (q *QP) poll(now mtime.Time, buf []byte) (mrc.Transmit, bool) {
 		}
 	}
 	if !q.req.hasData() || q.dataAllowedAt(now) > now {
-		return mrc.Transmit{}, false
+		return verbs.Transmit{}, false
 	}
 	return q.req.sendData(q, now, buf), true
 }
@@ -277,12 +277,12 @@ func (q *QP) poll(now mtime.Time, buf []byte) (mrc.Transmit, bool) {
 // handle processes a packet addressed to q.
 func (q *QP) handle(now mtime.Time, p *Packet, phantom bool) {
 	e := q.ep
-	if q.state != mrc.StateRTS {
-		e.drop(now, &q.stats, q.qpn, mrc.DropQPState)
+	if q.state != verbs.StateRTS {
+		e.drop(now, &q.stats, q.qpn, verbs.DropQPState)
 		return
 	}
 	if p.IP.Src != q.dst {
-		e.drop(now, &q.stats, q.qpn, mrc.DropBadSource)
+		e.drop(now, &q.stats, q.qpn, verbs.DropBadSource)
 		return
 	}
 	switch op := p.Opcode(); {

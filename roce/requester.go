@@ -3,10 +3,10 @@ package roce
 import (
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -73,10 +73,10 @@ func (s *requester) init(now mtime.Time, a ConnectAttr) {
 func (s *requester) wqe(seq uint64) *wqe { return &s.wqes[seq&uint64(len(s.wqes)-1)] }
 
 // post queues a WRITE.
-func (s *requester) post(q *QP, wr mrc.WriteRequest, src []byte) error {
+func (s *requester) post(q *QP, wr verbs.WriteRequest, src []byte) error {
 	if n := s.tail - s.head; n == uint64(len(s.wqes)) {
 		if n >= uint64(s.sqDepth) {
-			return mrc.ErrQueueFull
+			return verbs.ErrQueueFull
 		}
 		wqes := make([]wqe, 2*len(s.wqes))
 		for seq := s.head; seq != s.tail; seq++ {
@@ -117,7 +117,7 @@ func (s *requester) rtoDeadline() mtime.Time {
 }
 
 // sendData writes the data packet of PSN nxt into buf and advances.
-func (s *requester) sendData(q *QP, now mtime.Time, buf []byte) mrc.Transmit {
+func (s *requester) sendData(q *QP, now mtime.Time, buf []byte) verbs.Transmit {
 	e := q.ep
 	w := s.wqe(s.cur)
 	p := s.nxt
@@ -189,7 +189,7 @@ func (s *requester) sendData(q *QP, now mtime.Time, buf []byte) mrc.Transmit {
 		q.rp.OnSent(now, wl)
 		q.traceRate(now)
 	}
-	return mrc.Transmit{Port: q.port, Len: n, WireLen: wl, QPN: q.qpn, Kind: kind}
+	return verbs.Transmit{Port: q.port, Len: n, WireLen: wl, QPN: q.qpn, Kind: kind}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP)
 }
 
 // onAETH processes an ACKNOWLEDGE for PSN p with syndrome syn.
@@ -197,11 +197,11 @@ func (s *requester) onAETH(q *QP, now mtime.Time, p psn.PSN, syn uint8) {
 	e := q.ep
 	switch kind, val := syn>>synKindShift&synKindMask, syn&synValueMask; {
 	case syn&0x80 != 0 || kind == 2:
-		e.drop(now, &q.stats, q.qpn, mrc.DropMalformed) // reserved syndrome
+		e.drop(now, &q.stats, q.qpn, verbs.DropMalformed) // reserved syndrome
 	case kind == synKindACK:
 		// An ACK acknowledges every PSN up to and including p.
 		if d := p.Sub(s.una); d < -1 || d >= s.maxSent.Sub(s.una) {
-			e.drop(now, &q.stats, q.qpn, mrc.DropStale)
+			e.drop(now, &q.stats, q.qpn, verbs.DropStale)
 			return
 		}
 		q.stats.SACKsReceived++
@@ -210,7 +210,7 @@ func (s *requester) onAETH(q *QP, now mtime.Time, p psn.PSN, syn uint8) {
 		// A NAK names the PSN the responder expects, a sent one, and
 		// acknowledges everything before it.
 		if d := p.Sub(s.una); d < 0 || d >= s.maxSent.Sub(s.una) {
-			e.drop(now, &q.stats, q.qpn, mrc.DropStale)
+			e.drop(now, &q.stats, q.qpn, verbs.DropStale)
 			return
 		}
 		q.stats.NACKsReceived++
@@ -268,7 +268,7 @@ func (s *requester) ackThrough(q *QP, now mtime.Time, end psn.PSN) bool {
 // progress) and fails the QP when the retry count is spent.
 func (s *requester) retry(q *QP, now mtime.Time) bool {
 	if s.retries++; s.retries > s.retryCnt {
-		q.fail(now, mrc.ErrNoPath)
+		q.fail(now, verbs.ErrNoPath)
 		return false
 	}
 	return true
@@ -308,7 +308,7 @@ func (s *requester) complete(q *QP, now mtime.Time) {
 			return
 		}
 		q.stats.WritesDone++
-		q.ep.emit(mrc.Event{Kind: mrc.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length})
+		q.ep.emit(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length})
 		*w = wqe{}
 		s.head++
 	}
@@ -334,7 +334,7 @@ func (s *requester) onTimer(q *QP, now mtime.Time) {
 func (s *requester) flush(q *QP, now mtime.Time) {
 	for ; s.head != s.tail; s.head++ {
 		w := s.wqe(s.head)
-		q.ep.emit(mrc.Event{Kind: mrc.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length, Err: mrc.ErrFlushed})
+		q.ep.emit(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.length, Err: verbs.ErrFlushed})
 		*w = wqe{}
 	}
 	s.cur, s.seg = s.tail, 0

@@ -1,10 +1,10 @@
 package roce
 
 import (
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/psn"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -83,7 +83,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	case d > 0:
 		// Out of sequence: drop, and NAK the first of a gap only.
 		q.stats.OutOfSequence++
-		e.drop(now, &q.stats, q.qpn, mrc.DropOutOfWindow)
+		e.drop(now, &q.stats, q.qpn, verbs.DropOutOfWindow)
 		if !r.nakSent {
 			r.nak(synKindNAK<<synKindShift | NakPSNSeqError)
 		}
@@ -109,7 +109,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 		}
 	}
 	if !valid {
-		e.drop(now, &q.stats, q.qpn, mrc.DropMalformed)
+		e.drop(now, &q.stats, q.qpn, verbs.DropMalformed)
 		r.nak(synKindNAK<<synKindShift | NakInvalidRequest)
 		return
 	}
@@ -124,18 +124,18 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	if span > 0 {
 		reg := e.mem.Lookup(rkey)
 		if reg == nil {
-			e.drop(now, &q.stats, q.qpn, mrc.DropBadRKey)
+			e.drop(now, &q.stats, q.qpn, verbs.DropBadRKey)
 			r.nak(synKindNAK<<synKindShift | NakRemoteAccess)
 			return
 		}
 		off, ok := reg.Span(va, span)
 		if !ok {
-			e.drop(now, &q.stats, q.qpn, mrc.DropBounds)
+			e.drop(now, &q.stats, q.qpn, verbs.DropBounds)
 			r.nak(synKindNAK<<synKindShift | NakRemoteAccess)
 			return
 		}
 		if phantom != (reg.Buf == nil) {
-			e.drop(now, &q.stats, q.qpn, mrc.DropPhantom)
+			e.drop(now, &q.stats, q.qpn, verbs.DropPhantom)
 			return
 		}
 		if reg.Buf != nil {
@@ -164,7 +164,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	if op.ends() {
 		r.msn = (r.msn + 1) & (1<<24 - 1)
 		if op.HasImm() {
-			e.emit(mrc.Event{Kind: mrc.EventRecvImm, Time: now, QPN: q.qpn, WRID: r.recvs[r.recvHead],
+			e.emit(verbs.Event{Kind: verbs.EventRecvImm, Time: now, QPN: q.qpn, WRID: r.recvs[r.recvHead],
 				Bytes: uint64(r.dmaLen), Imm: uint32(p.Imm)})
 			q.stats.ImmsDelivered++
 			if r.recvHead++; r.recvHead == len(r.recvs) {
@@ -179,7 +179,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 
 // writeCtrl writes q's most urgent control packet into buf: a CNP, then
 // a NAK (which also acknowledges what precedes it), then an ACK.
-func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (mrc.Transmit, bool) {
+func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (verbs.Transmit, bool) {
 	e := q.ep
 	pk := &e.tx
 	pk.PayloadLen = 0
@@ -190,7 +190,7 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (mrc.Transmit, 
 		n := len(AppendPacket(buf[:0], pk, nil))
 		q.stats.CNPsSent++
 		q.traceCtrl(now, 0, "cnp")
-		return mrc.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: KindCNP}, true
+		return verbs.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: KindCNP}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP), true
 	}
 	syn, at, kind, reason := uint8(synACK), r.epsn.Add(-1), KindACK, "ack"
 	switch {
@@ -212,7 +212,7 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (mrc.Transmit, 
 		q.stats.SACKsSent++
 	default:
 		r.nakPending = false // stale: the expected PSN arrived since
-		return mrc.Transmit{}, false
+		return verbs.Transmit{}, false
 	}
 	r.nakPending, r.ackPending, r.sinceAck = false, false, 0
 	q.address(pk, e.cfg.DSCP, wire.ECT0)
@@ -220,7 +220,7 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (mrc.Transmit, 
 	pk.AETH = wire.AETH{Syndrome: syn, MSN: r.msn}
 	n := len(AppendPacket(buf[:0], pk, nil))
 	q.traceCtrl(now, at, reason)
-	return mrc.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: kind}, true
+	return verbs.Transmit{Port: q.port, Len: n, WireLen: n, QPN: q.qpn, Kind: kind}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP), true
 }
 
 // traceCtrl traces a control packet. The trace schema has no ACK or CNP

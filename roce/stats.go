@@ -1,6 +1,8 @@
 package roce
 
-import "github.com/openmrc/mrc"
+import (
+	"github.com/openmrc/mrc/verbs"
+)
 
 // Stats counts everything an endpoint or QP did. All counters only grow.
 //
@@ -14,7 +16,7 @@ import "github.com/openmrc/mrc"
 // NAKs about PSNs not outstanding. The per-packet loss timer, trimming,
 // probes and EVs do not exist in RoCE; their counters stay 0.
 type Stats struct {
-	mrc.Stats
+	verbs.Stats
 
 	// Requester side.
 	GoBacks         uint64 // go-back-N episodes: a NAK, an RNR NAK or a timeout rewound the send point

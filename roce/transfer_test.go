@@ -8,16 +8,17 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 )
 
 // host is the method set a host drives: *mrc.Endpoint's. Both transports
 // must have it exactly, so that the simulator can swap them.
 type host interface {
-	PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (mrc.Transmit, bool)
+	PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool)
 	HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int)
 	NextTimeout() mtime.Time
 	HandleTimeout(now mtime.Time)
-	PollEvent() (mrc.Event, bool)
+	PollEvent() (verbs.Event, bool)
 }
 
 var (
@@ -115,7 +116,7 @@ func TestPathIsFixed(t *testing.T) {
 		sp, fl := q.Path()
 		want[h] = [2]uint32{uint32(sp), fl}
 	}
-	x.net.Tap = func(_ mtime.Time, from int, tx mrc.Transmit, pkt []byte) {
+	x.net.Tap = func(_ mtime.Time, from int, tx verbs.Transmit, pkt []byte) {
 		var p Packet
 		if err := p.Decode(pkt); err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ func TestPhantomTransfer(t *testing.T) {
 	src, _ := n.eps[0].RegisterPhantom(1 << 30)
 	dst, _ := n.eps[1].RegisterPhantom(1 << 30)
 	var wire, bytes int64
-	n.Tap = func(_ mtime.Time, from int, tx mrc.Transmit, pkt []byte) {
+	n.Tap = func(_ mtime.Time, from int, tx verbs.Transmit, pkt []byte) {
 		if tx.Kind == KindData {
 			if tx.WireLen != tx.Len+4096+4 {
 				t.Fatalf("phantom data packet: %d bytes written, wire length %d", tx.Len, tx.WireLen)
@@ -149,14 +150,14 @@ func TestPhantomTransfer(t *testing.T) {
 		bytes += int64(tx.Len)
 	}
 	done := 0
-	n.OnEvent = func(h int, ev mrc.Event) {
-		if ev.Kind != mrc.EventWriteDone || ev.Err != nil {
+	n.OnEvent = func(h int, ev verbs.Event) {
+		if ev.Kind != verbs.EventWriteDone || ev.Err != nil {
 			t.Fatalf("event %v", ev)
 		}
 		done++
 	}
 	for i := range 4 {
-		if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: src, LocalOffset: uint64(i) << 28,
+		if err := qa.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: src, LocalOffset: uint64(i) << 28,
 			Remote: dst, RemoteOffset: uint64(i) << 28, Length: 1 << 28}); err != nil {
 			t.Fatal(err)
 		}
@@ -179,19 +180,19 @@ func TestQPErrorFlushes(t *testing.T) {
 	x := newTransfer(t, tnetConfig{Seed: 2}, ConnectAttr{}, 1<<16)
 	x.postAll(2, 0)
 	x.qa.SetError(x.net.now)
-	var evs []mrc.Event
+	var evs []verbs.Event
 	for ev, ok := x.net.eps[0].PollEvent(); ok; ev, ok = x.net.eps[0].PollEvent() {
 		evs = append(evs, ev)
 	}
-	if len(evs) != x.posted+1 || evs[0].Kind != mrc.EventQPError || !errors.Is(evs[0].Err, mrc.ErrFlushed) {
+	if len(evs) != x.posted+1 || evs[0].Kind != verbs.EventQPError || !errors.Is(evs[0].Err, verbs.ErrFlushed) {
 		t.Fatalf("events %v", evs)
 	}
 	for i, ev := range evs[1:] {
-		if ev.Kind != mrc.EventWriteDone || ev.WRID != uint64(i) || !errors.Is(ev.Err, mrc.ErrFlushed) {
+		if ev.Kind != verbs.EventWriteDone || ev.WRID != uint64(i) || !errors.Is(ev.Err, verbs.ErrFlushed) {
 			t.Fatalf("event %d: %v", i, ev)
 		}
 	}
-	if err := x.qa.PostWrite(0, mrc.WriteRequest{Local: x.srcMR, Remote: x.dstMR, Length: 1}); !errors.Is(err, mrc.ErrQPState) {
+	if err := x.qa.PostWrite(0, verbs.WriteRequest{Local: x.srcMR, Remote: x.dstMR, Length: 1}); !errors.Is(err, verbs.ErrQPState) {
 		t.Fatalf("PostWrite after error: %v", err)
 	}
 	if tx, ok := x.net.eps[0].PollTransmit(x.net.now, 1, x.net.buf); ok {
@@ -207,7 +208,7 @@ func TestRNR(t *testing.T) {
 	// Post without receives, then add them late.
 	mtu := x.net.cfg.MTU
 	for i := range 8 {
-		wr := mrc.WriteRequest{ID: uint64(i), Local: x.srcMR, LocalOffset: uint64(i * 3 * mtu), Remote: x.dstMR,
+		wr := verbs.WriteRequest{ID: uint64(i), Local: x.srcMR, LocalOffset: uint64(i * 3 * mtu), Remote: x.dstMR,
 			RemoteOffset: uint64(i * 3 * mtu), Length: uint64(3 * mtu), WithImm: true, Imm: 0xABC00000 + uint32(i)}
 		if err := x.qa.PostWrite(0, wr); err != nil {
 			t.Fatal(err)

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/sim/htsim"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/vswitch"
 )
 
@@ -133,8 +133,8 @@ func (s *Scenario) buildTopology(nodes int) (*topo.Topology, error) {
 	if t.Planes < 0 {
 		return nil, s.errorf("topology.planes", "%d: want 1 or more", t.Planes)
 	}
-	if planes > mrc.MaxPlanes {
-		return nil, s.errorf("topology.planes", "%d: a NIC has at most %d ports", planes, mrc.MaxPlanes)
+	if planes > verbs.MaxPlanes {
+		return nil, s.errorf("topology.planes", "%d: a NIC has at most %d ports", planes, verbs.MaxPlanes)
 	}
 	for _, c := range []struct {
 		key string

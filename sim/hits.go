@@ -39,11 +39,12 @@ const (
 
 // trafficClass classifies pkt by its BTH opcode.
 func trafficClass(pkt []byte) int {
-	o := bthOffset(pkt)
-	if o < 0 {
+	h, ok := wire.Locate(pkt)
+	opcode, hasBTH := h.Opcode(pkt)
+	if !ok || !hasBTH {
 		return classOther
 	}
-	switch op := pkt[o]; {
+	switch op := byte(opcode); {
 	case wire.Opcode(op).IsData() || roce.Opcode(op).IsData():
 		return classData
 	case op == byte(wire.OpAck) || op == byte(wire.OpSACK) || op == byte(wire.OpNACK),

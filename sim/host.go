@@ -6,8 +6,8 @@ package sim
 import (
 	"fmt"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -38,7 +38,7 @@ func (s *shard) pump(hi int32) {
 	w := s.w
 	hs := &w.hosts[hi]
 	planes := w.t.Planes
-	var free mrc.PortMask
+	var free verbs.PortMask
 	for p := range planes {
 		if w.tx[w.hostOut(hi, p)].busyUntil <= s.now && (hs.paused|hs.down)&(1<<p) == 0 {
 			free |= 1 << p
@@ -89,13 +89,13 @@ func (s *shard) drain(hi int32) {
 			return
 		}
 		switch ev.Kind {
-		case mrc.EventWriteDone:
+		case verbs.EventWriteDone:
 			s.flowWritten(int32(ev.WRID), ev.Err)
-		case mrc.EventRecvImm:
+		case verbs.EventRecvImm:
 			s.flowReceived(int32(ev.WRID))
-		case mrc.EventQPError:
+		case verbs.EventQPError:
 			s.qpErrors++
-		case mrc.EventEVState:
+		case verbs.EventEVState:
 			if int(ev.To) < len(s.evTo) {
 				s.evTo[ev.To]++
 			}

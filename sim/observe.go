@@ -242,44 +242,14 @@ func (s *shard) capture(ti int32, out bool, pkt []byte, wireLen int) {
 	s.capBuf = append(s.capBuf, pkt...)
 }
 
-// bthOffset returns the offset of the BTH in pkt (after the IPv6
-// headers, an SRH and the UDP header), or -1.
-func bthOffset(pkt []byte) int {
-	if len(pkt) < wire.IPv6Len {
-		return -1
-	}
-	nh, next := pkt[6], wire.IPv6Len
-	for range 4 {
-		switch nh {
-		case wire.ProtoUDP:
-			if len(pkt) < next+wire.UDPLen+wire.BTHLen {
-				return -1
-			}
-			return next + wire.UDPLen
-		case wire.ProtoIPv6:
-			if len(pkt) < next+wire.IPv6Len {
-				return -1
-			}
-			nh, next = pkt[next+6], next+wire.IPv6Len
-		case wire.ProtoRouting:
-			if len(pkt) < next+8 {
-				return -1
-			}
-			nh, next = pkt[next], next+8+8*int(pkt[next+1])
-		default:
-			return -1
-		}
-	}
-	return -1
-}
-
 // destQP returns the BTH destination QP of pkt, or 0.
 func destQP(pkt []byte) uint32 {
-	o := bthOffset(pkt)
-	if o < 0 {
+	h, ok := wire.Locate(pkt)
+	if !ok {
 		return 0
 	}
-	return uint32(pkt[o+5])<<16 | uint32(pkt[o+6])<<8 | uint32(pkt[o+7])
+	qpn, _ := h.DestQP(pkt)
+	return qpn
 }
 
 // flushObservations hands the packets captured and the records traced

@@ -9,6 +9,7 @@ import (
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/vswitch"
 )
 
@@ -16,11 +17,11 @@ import (
 // of *mrc.Endpoint, which the RoCEv2 baseline (package roce) shares. Times
 // are the core's nanoseconds.
 type Endpoint interface {
-	PollTransmit(now mtime.Time, free mrc.PortMask, buf []byte) (mrc.Transmit, bool)
+	PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool)
 	HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen int)
 	NextTimeout() mtime.Time
 	HandleTimeout(now mtime.Time)
-	PollEvent() (mrc.Event, bool)
+	PollEvent() (verbs.Event, bool)
 }
 
 // NIC is one host's transport as the simulator sets it up: the Endpoint
@@ -34,11 +35,11 @@ type NIC interface {
 	// Connect completes connection qpn once the peer's end exists.
 	Connect(now mtime.Time, qpn uint32, peer Peer) error
 	// Memory describes the NIC's (phantom) memory, which peers write to.
-	Memory() mrc.MR
+	Memory() verbs.MR
 	// Send posts a WRITE_IMM of n bytes on qpn; the completion's WRID is
 	// id. Receive posts the receive that the peer's WRITE_IMM completes
 	// into, with WRID id.
-	Send(now mtime.Time, qpn uint32, id uint64, n uint64, remote mrc.MR) error
+	Send(now mtime.Time, qpn uint32, id uint64, n uint64, remote verbs.MR) error
 	Receive(qpn uint32, id uint64) error
 	// SetPortUp tells the NIC that port's link went down or came back.
 	SetPortUp(now mtime.Time, port int, up bool) error
@@ -208,7 +209,7 @@ const phantomLen = 1 << 46
 // carry a flow.
 type flowQP interface {
 	comparable
-	PostWrite(now mtime.Time, wr mrc.WriteRequest) error
+	PostWrite(now mtime.Time, wr verbs.WriteRequest) error
 	PostRecv(id uint64) error
 }
 
@@ -217,15 +218,15 @@ type flowQP interface {
 // peer's, both at offset 0. qp looks a QP up (the zero Q if there is
 // none); received returns the payload bytes a QP has taken in.
 type phantomFlows[Q flowQP] struct {
-	mem      mrc.MR
+	mem      verbs.MR
 	qp       func(qpn uint32) Q
 	received func(q Q) uint64
 }
 
-func (f phantomFlows[Q]) Memory() mrc.MR { return f.mem }
+func (f phantomFlows[Q]) Memory() verbs.MR { return f.mem }
 
-func (f phantomFlows[Q]) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote mrc.MR) error {
-	return f.qp(qpn).PostWrite(now, mrc.WriteRequest{ID: id, Local: f.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
+func (f phantomFlows[Q]) Send(now mtime.Time, qpn uint32, id uint64, size uint64, remote verbs.MR) error {
+	return f.qp(qpn).PostWrite(now, verbs.WriteRequest{ID: id, Local: f.mem, Remote: remote, Length: size, WithImm: true, Imm: uint32(id)})
 }
 
 func (f phantomFlows[Q]) Receive(qpn uint32, id uint64) error { return f.qp(qpn).PostRecv(id) }
@@ -259,7 +260,7 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		if err != nil {
 			return nil, err
 		}
-		mem, err := ep.RegisterPhantom(phantomLen, mrc.AccessRemoteWrite)
+		mem, err := ep.RegisterPhantom(phantomLen, verbs.AccessRemoteWrite)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -27,10 +28,10 @@ type Options struct {
 	// goroutine, after the input that caused it and before the packets
 	// that input made the endpoint send. It may call the endpoint's and
 	// QPs' methods (ep is the driver's endpoint) and must not block.
-	OnEvent func(now mtime.Time, ep *mrc.Endpoint, ev mrc.Event)
+	OnEvent func(now mtime.Time, ep *mrc.Endpoint, ev verbs.Event)
 	// Tap, when set, sees every packet the endpoint transmits, in the
 	// driver goroutine; pkt is valid during the call only.
-	Tap func(tx mrc.Transmit, pkt []byte)
+	Tap func(tx verbs.Transmit, pkt []byte)
 	// RxFilter, when set, sees every received datagram before the
 	// endpoint does and drops it by returning false (tests inject loss
 	// with it). It runs in the driver goroutine.
@@ -96,7 +97,6 @@ type Driver struct {
 	bind   Bind
 	ep     *mrc.Endpoint
 	opt    Options
-	encap  mrc.Encap
 	epoch  time.Time
 	planes int
 	pool   int           // sockets per plane
@@ -125,7 +125,6 @@ type Driver struct {
 	sendErr  error // a send that failed in the middle of a receive batch
 	stats    DriverStats
 	tx       txBatch
-	scratch  wire.Packet
 	srcCache struct {
 		src  [16]byte
 		from netip.Addr
@@ -171,7 +170,6 @@ func New(bind Bind, cfg mrc.Config, opt Options) (*Driver, error) {
 		bind:    bind,
 		ep:      ep,
 		opt:     opt,
-		encap:   ep.Config().Encap,
 		epoch:   time.Now(),
 		planes:  bind.Planes(),
 		pool:    max(1, bind.SourcePorts()),
@@ -556,7 +554,7 @@ func (d *Driver) flush(now mtime.Time) error {
 		t.reset()
 		for t.n < len(t.slots) {
 			buf := t.slots[t.n]
-			tx, ok := d.ep.PollTransmit(now, mrc.AllPorts, buf)
+			tx, ok := d.ep.PollTransmit(now, verbs.AllPorts, buf)
 			if !ok {
 				break
 			}
@@ -592,18 +590,13 @@ func (d *Driver) events(now mtime.Time) bool {
 }
 
 // add queues one transmitted packet into the batch's bursts.
-func (d *Driver) add(tx mrc.Transmit, pkt []byte) {
+func (d *Driver) add(tx verbs.Transmit, pkt []byte) {
 	t := &d.tx
 	t.n++
 	if d.opt.Tap != nil {
 		d.opt.Tap(tx, pkt)
 	}
-	dst, ev, ok := d.addressOf(pkt)
-	if !ok {
-		d.stats.NoRoute++
-		return
-	}
-	to, ok := d.route(dst)
+	to, ok := d.route(tx.Dst)
 	if !ok {
 		d.stats.NoRoute++
 		return
@@ -616,32 +609,14 @@ func (d *Driver) add(tx mrc.Transmit, pkt []byte) {
 	}
 	d.stats.TxPackets[tx.Port]++
 	d.stats.TxBytes[tx.Port] += uint64(len(pkt))
-	k := burstKey{plane: tx.Port, to: to, tc: wire.OuterTrafficClass(pkt)}
+	k := burstKey{plane: tx.Port, to: to, tc: tx.TrafficClass}
 	if d.pool > 1 {
-		k.socket = int(ev*0x9E3779B1>>16) % d.pool // spread the EVs over the source ports
+		k.socket = int(tx.EV*0x9E3779B1>>16) % d.pool // spread the EVs over the source ports
 	}
 	if d.opt.FlowLabels {
-		k.flow = wire.OuterFlowLabel(pkt)
+		_, k.flow = wire.SplitEV(tx.EV)
 	}
 	t.add(k, pkt)
-}
-
-// addressOf returns the final destination (a core port address) and the
-// EV of a packet the endpoint wrote.
-func (d *Driver) addressOf(pkt []byte) (dst [16]byte, ev uint32, ok bool) {
-	const ipv6NextHeader, ipv6Dst = 6, 24
-	if d.encap == mrc.EncapPlain && len(pkt) >= wire.IPv6Len+wire.UDPLen && pkt[ipv6NextHeader] == wire.ProtoUDP {
-		sport := binary.BigEndian.Uint16(pkt[wire.IPv6Len:])
-		return [16]byte(pkt[ipv6Dst:]), uint32(wire.JoinEV(sport, wire.OuterFlowLabel(pkt))), true
-	}
-	p := &d.scratch
-	if p.Decode(pkt) != nil {
-		return dst, 0, false
-	}
-	if d.encap == mrc.EncapUSID {
-		p.ResolveUSID(wire.F3216)
-	}
-	return p.Final(), uint32(p.EV()), true
 }
 
 // burstKey is what the datagrams of one burst share.

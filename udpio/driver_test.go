@@ -16,6 +16,7 @@ import (
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/udpio"
 	"github.com/openmrc/mrc/udpio/udpiotest"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -45,7 +46,7 @@ func coreAddr(s, p int) netip.Addr {
 type side struct {
 	d   *udpio.Driver
 	qp  *mrc.QP
-	mr  mrc.MR
+	mr  verbs.MR
 	buf []byte
 
 	writesDone atomic.Int64
@@ -54,8 +55,8 @@ type side struct {
 }
 
 // qpStats reads the side's QP counters in its driver goroutine.
-func (sd *side) qpStats() mrc.Stats {
-	var s mrc.Stats
+func (sd *side) qpStats() verbs.Stats {
+	var s verbs.Stats
 	sd.d.Do(func(mtime.Time, *mrc.Endpoint) error { s = sd.qp.Stats(); return nil })
 	return s
 }
@@ -67,17 +68,17 @@ func newSide(t testing.TB, s int, bind udpio.Bind, size int, opt udpio.Options) 
 	for p := range ports {
 		ports[p] = coreAddr(s, p)
 	}
-	opt.OnEvent = func(now mtime.Time, ep *mrc.Endpoint, ev mrc.Event) {
+	opt.OnEvent = func(now mtime.Time, ep *mrc.Endpoint, ev verbs.Event) {
 		switch ev.Kind {
-		case mrc.EventWriteDone:
+		case verbs.EventWriteDone:
 			if ev.Err != nil {
 				sd.qpErr.Store(ev.Err)
 			}
 			sd.writesDone.Add(1)
-		case mrc.EventRecvImm:
+		case verbs.EventRecvImm:
 			sd.imms.Add(1)
 			ep.QP(ev.QPN).PostRecv(ev.WRID + 1)
-		case mrc.EventQPError:
+		case verbs.EventQPError:
 			sd.qpErr.Store(ev.Err)
 		}
 	}
@@ -94,7 +95,7 @@ func newSide(t testing.TB, s int, bind udpio.Bind, size int, opt udpio.Options) 
 	t.Cleanup(func() { d.Close() })
 	err = d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
-		if sd.mr, err = ep.RegisterMemory(sd.buf, mrc.AccessRemoteWrite); err != nil {
+		if sd.mr, err = ep.RegisterMemory(sd.buf, verbs.AccessRemoteWrite); err != nil {
 			return err
 		}
 		if sd.qp, err = ep.CreateQP(); err != nil {
@@ -163,7 +164,7 @@ func transfer(t testing.TB, a, b *side, chunk int, limit time.Duration) {
 	err := a.d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		for off := 0; off < len(a.buf); off += chunk {
 			l := min(chunk, len(a.buf)-off)
-			err := a.qp.PostWrite(now, mrc.WriteRequest{ID: uint64(n), Local: a.mr, LocalOffset: uint64(off),
+			err := a.qp.PostWrite(now, verbs.WriteRequest{ID: uint64(n), Local: a.mr, LocalOffset: uint64(off),
 				Remote: b.mr, RemoteOffset: uint64(off), Length: uint64(l), WithImm: true, Imm: uint32(n)})
 			if err != nil {
 				return err
@@ -247,7 +248,7 @@ func TestBigReceiveBatchKeepsEverySACK(t *testing.T) {
 	if n := <-backlog; n < 128 {
 		t.Fatalf("only %d datagrams waited for the receiver: the test needs a batch of more than 128", n)
 	}
-	var s mrc.Stats
+	var s verbs.Stats
 	b.d.Do(func(_ mtime.Time, ep *mrc.Endpoint) error { s = ep.Stats(); return nil })
 	if s.ControlDropped != 0 {
 		t.Errorf("the receiver's control queue dropped %d SACKs and NACKs (of %d sent)", s.ControlDropped, s.SACKsSent)
@@ -264,8 +265,8 @@ func TestLengthMismatchIsMalformed(t *testing.T) {
 	goroutineLeakCheck(t)
 	ba, bb := udpiotest.NewChannelBinds(udpiotest.Config{})
 	var sent atomic.Value
-	a := newSide(t, 0, ba, 1<<20, udpio.Options{Tap: func(tx mrc.Transmit, pkt []byte) {
-		if tx.Kind == mrc.KindData && sent.Load() == nil {
+	a := newSide(t, 0, ba, 1<<20, udpio.Options{Tap: func(tx verbs.Transmit, pkt []byte) {
+		if tx.Kind == verbs.KindData && sent.Load() == nil {
 			sent.Store(append([]byte(nil), pkt...))
 		}
 	}})

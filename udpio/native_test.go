@@ -18,6 +18,7 @@ import (
 	"github.com/openmrc/mrc/fabric"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/udpio"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -27,7 +28,7 @@ type nativeSide struct {
 	bind  *udpio.NativeBind
 	ports []netip.Addr
 	qp    *mrc.QP
-	mr    mrc.MR
+	mr    verbs.MR
 	buf   []byte
 
 	mu       sync.Mutex
@@ -66,28 +67,28 @@ func newNativeSide(t *testing.T, ns string, ports []netip.Addr, encap mrc.Encap,
 	}
 	s.bind = b
 	opt := udpio.Options{
-		OnEvent: func(now mtime.Time, ep *mrc.Endpoint, ev mrc.Event) {
+		OnEvent: func(now mtime.Time, ep *mrc.Endpoint, ev verbs.Event) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			switch ev.Kind {
-			case mrc.EventWriteDone:
+			case verbs.EventWriteDone:
 				if ev.Err != nil {
 					s.qpErr = ev.Err
 				}
 				s.writes++
-			case mrc.EventRecvImm:
+			case verbs.EventRecvImm:
 				s.imms++
 				ep.QP(ev.QPN).PostRecv(ev.WRID + 1)
-			case mrc.EventQPError:
+			case verbs.EventQPError:
 				s.qpErr = ev.Err
 			}
 		},
 		// Keep the first data packets the core sends, and the first the
 		// bind rebuilds, to compare them.
-		Tap: func(tx mrc.Transmit, pkt []byte) {
+		Tap: func(tx verbs.Transmit, pkt []byte) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if tx.Kind != mrc.KindData {
+			if tx.Kind != verbs.KindData {
 				return
 			}
 			psn, n := normalise(pkt, encap)
@@ -124,7 +125,7 @@ func newNativeSide(t *testing.T, ns string, ports []netip.Addr, encap mrc.Encap,
 	t.Cleanup(func() { s.d.Close() })
 	err = s.d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		var err error
-		if s.mr, err = ep.RegisterMemory(s.buf, mrc.AccessRemoteWrite); err != nil {
+		if s.mr, err = ep.RegisterMemory(s.buf, verbs.AccessRemoteWrite); err != nil {
 			return err
 		}
 		if s.qp, err = ep.CreateQP(); err != nil {
@@ -189,7 +190,7 @@ func transferNative(t *testing.T, a, b *nativeSide) {
 	err := a.d.Do(func(now mtime.Time, ep *mrc.Endpoint) error {
 		for off := 0; off < len(a.buf); off += chunk {
 			l := min(chunk, len(a.buf)-off)
-			if err := a.qp.PostWrite(now, mrc.WriteRequest{ID: uint64(n), Local: a.mr, LocalOffset: uint64(off), Remote: b.mr,
+			if err := a.qp.PostWrite(now, verbs.WriteRequest{ID: uint64(n), Local: a.mr, LocalOffset: uint64(off), Remote: b.mr,
 				RemoteOffset: uint64(off), Length: uint64(l), WithImm: true, Imm: uint32(n)}); err != nil {
 				return err
 			}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/lines"
+	"github.com/openmrc/mrc/wire"
 )
 
 // PathTable is a node's static SRv6 configuration (digest §3.12): for each
 // peer port address, the uSID containers of the paths that reach it. An
 // EV of plane p towards peer port address a takes path
-// Paths(a)[mrc.EVPath(ev) % len(Paths(a))], so EVs with distinct path
+// Paths(a)[wire.EV(ev).Path() % len(Paths(a))], so EVs with distinct path
 // indices spread over the listed paths, and a path index names one
 // physical path (in a two-tier plane, one T1).
 //
@@ -108,6 +109,6 @@ func (t *PathTable) PathFunc(remote []netip.Addr) (mrc.PathFunc, int, error) {
 	}
 	return func(plane int, ev uint32) [16]byte {
 		ps := byPlane[plane]
-		return ps[mrc.EVPath(ev)%len(ps)]
+		return ps[wire.EV(ev).Path()%len(ps)]
 	}, most, nil
 }

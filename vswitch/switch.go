@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -49,10 +48,10 @@ type DSCP struct {
 
 // DefaultDSCP is the switch's view of mrc.DefaultDSCP.
 var DefaultDSCP = DSCP{
-	Control:        mrc.DefaultDSCP.Control,
-	Trimmed:        mrc.DefaultDSCP.Trimmed,
-	TrimmedLastHop: mrc.DefaultDSCP.TrimmedLastHop,
-	NoTrim:         mrc.DefaultDSCP.NoTrim,
+	Control:        wire.DefaultDSCP.Control,
+	Trimmed:        wire.DefaultDSCP.Trimmed,
+	TrimmedLastHop: wire.DefaultDSCP.TrimmedLastHop,
+	NoTrim:         wire.DefaultDSCP.NoTrim,
 }
 
 // Config configures a Switch. Zero fields take the defaults in their
@@ -409,11 +408,11 @@ func (s *Switch) Forward(pkt []byte, in int) (out int, drop DropCause) {
 	}
 	var idx uint64
 	if s.cfg.Mode == ModeSTEV {
-		ev, ok := packetEV(pkt)
+		h, ok := wire.Locate(pkt)
 		if !ok {
 			return s.dropped(DropMalformed)
 		}
-		idx = uint64(ev>>s.cfg.EVShift) & (1<<s.cfg.EVBits - 1)
+		idx = uint64(h.EV(pkt)>>s.cfg.EVShift) & (1<<s.cfg.EVBits - 1)
 	} else {
 		idx = s.hash(pkt)
 	}
@@ -447,35 +446,4 @@ func (s *Switch) hash(pkt []byte) uint64 {
 func mix(h, v uint64) uint64 {
 	hi, lo := bits.Mul64(h^v, 0x9e37_79b9_7f4a_7c15)
 	return hi ^ lo
-}
-
-// packetEV reads the 32-bit EV of pkt: the UDP source port and the flow
-// label of the IPv6 header that carries UDP (docs/wire.md, "EV bit
-// order"), walking through IPv6-in-IPv6 and SRH headers.
-func packetEV(pkt []byte) (uint32, bool) {
-	ip, nh, next := 0, pkt[6], wire.IPv6Len
-	for range 4 {
-		switch nh {
-		case wire.ProtoUDP:
-			if len(pkt) < next+wire.UDPLen {
-				return 0, false
-			}
-			fl := binary.BigEndian.Uint32(pkt[ip:]) & wire.FlowLabelMask
-			return uint32(wire.JoinEV(binary.BigEndian.Uint16(pkt[next:]), fl)), true
-		case wire.ProtoRouting:
-			if len(pkt) < next+8 {
-				return 0, false
-			}
-			nh = pkt[next]
-			next += 8 + 8*int(pkt[next+1])
-		case wire.ProtoIPv6:
-			if len(pkt) < next+wire.IPv6Len {
-				return 0, false
-			}
-			ip, nh, next = next, pkt[next+6], next+wire.IPv6Len
-		default:
-			return 0, false
-		}
-	}
-	return 0, false
 }

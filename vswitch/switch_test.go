@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -238,7 +237,7 @@ func TestTrimming(t *testing.T) {
 			var verdicts []Verdict
 			var pkts [][]byte
 			for i := range 5 {
-				pkt, wl := dataPacket(t, encap, usid(1), 0, mrc.DefaultDSCP.Data)
+				pkt, wl := dataPacket(t, encap, usid(1), 0, wire.DefaultDSCP.Data)
 				v := s.Enqueue(int64(i), 1, 0, Handle(i), pkt, wl)
 				verdicts = append(verdicts, v)
 				pkts = append(pkts, pkt[:v.Len])
@@ -255,9 +254,9 @@ func TestTrimming(t *testing.T) {
 				if err := p.Decode(pkts[i]); err != nil || !p.Trimmed {
 					t.Fatalf("trimmed packet %d does not decode as trimmed: %v", i, err)
 				}
-				want := mrc.DefaultDSCP.Trimmed
+				want := wire.DefaultDSCP.Trimmed
 				if lastHop {
-					want = mrc.DefaultDSCP.TrimmedLastHop
+					want = wire.DefaultDSCP.TrimmedLastHop
 				}
 				if got := wire.OuterTrafficClass(pkts[i]) >> 2; got != want || v.WireLen != len(pkts[i]) {
 					t.Errorf("trimmed DSCP %d wire %d, want %d and %d", got, v.WireLen, want, len(pkts[i]))
@@ -292,7 +291,7 @@ func TestNoTrimClass(t *testing.T) {
 		s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 5 * 4300, TrimAt: 2 * 4300, Trim: true, LastHop: lastHop}})
 		var drops, trims int
 		for i := range 8 {
-			pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.NoTrim)
+			pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.NoTrim)
 			v := s.Enqueue(0, 1, 0, Handle(i), pkt, wl)
 			if v.Trimmed {
 				trims++
@@ -302,14 +301,14 @@ func TestNoTrimClass(t *testing.T) {
 			} else if v.Drop != DropNone {
 				t.Fatalf("packet %d: %+v", i, v)
 			}
-			if got := wire.OuterTrafficClass(pkt) >> 2; got != mrc.DefaultDSCP.NoTrim {
+			if got := wire.OuterTrafficClass(pkt) >> 2; got != wire.DefaultDSCP.NoTrim {
 				t.Fatalf("packet %d: DSCP rewritten to %d", i, got)
 			}
 		}
 		if trims != 0 || drops != 3 {
 			t.Fatalf("lastHop %v: %d no-trim packets trimmed, %d tail-dropped; want 0 and 3 (five 4 KiB packets fit in 21.5 kB)", lastHop, trims, drops)
 		}
-		pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.Data)
+		pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 		if v := s.Enqueue(0, 1, 0, 99, pkt, wl); !v.Trimmed {
 			t.Fatalf("trimmable data over the threshold: %+v", v)
 		}
@@ -329,11 +328,11 @@ func equalHandles(a, b []Handle) bool {
 }
 
 func TestTailDropAndHeaderQueue(t *testing.T) {
-	ctrlLen := len(ctrlPacket(t, usid(1), mrc.DefaultDSCP.Control))
+	ctrlLen := len(ctrlPacket(t, usid(1), wire.DefaultDSCP.Control))
 	s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 10_000, HeaderBuffer: 4 * ctrlLen}})
 	drops := 0
 	for i := range 5 {
-		pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.Data)
+		pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 		if s.Enqueue(0, 1, 0, Handle(i), pkt, wl).Drop == DropQueueFull {
 			drops++
 		}
@@ -344,7 +343,7 @@ func TestTailDropAndHeaderQueue(t *testing.T) {
 	// Control packets bypass the full data queue, up to the header buffer.
 	ctrlDrops := 0
 	for i := range 5 {
-		pkt := ctrlPacket(t, usid(1), mrc.DefaultDSCP.Control)
+		pkt := ctrlPacket(t, usid(1), wire.DefaultDSCP.Control)
 		if v := s.Enqueue(0, 1, 0, Handle(10+i), pkt, len(pkt)); v.Drop == DropHeaderFull {
 			ctrlDrops++
 		} else if v.Drop != DropNone {
@@ -360,8 +359,8 @@ func TestTailDropAndHeaderQueue(t *testing.T) {
 	}
 	// A probe (data DSCP, not trimmable) is dropped rather than trimmed.
 	s2 := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 10_000, TrimAt: 1, Trim: true}})
-	probe := ctrlPacket(t, usid(1), mrc.DefaultDSCP.Data)
-	pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.Data)
+	probe := ctrlPacket(t, usid(1), wire.DefaultDSCP.Data)
+	pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 	s2.Enqueue(0, 1, 0, 0, pkt, wl)
 	if v := s2.Enqueue(0, 1, 0, 1, probe, len(probe)); v.Drop != DropQueueFull {
 		t.Errorf("untrimmable probe over the trim threshold: %+v", v)
@@ -373,7 +372,7 @@ func TestLosslessPFC(t *testing.T) {
 	s := newSwitch(t, Config{Ports: 3, Queue: q})
 	var pauses int
 	for i := range 10 {
-		pkt, wl := dataPacket(t, false, usid(1), 0, mrc.DefaultDSCP.Data)
+		pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 		v := s.Enqueue(0, 1, 2, Handle(i), pkt, wl)
 		if v.Drop != DropNone {
 			t.Fatalf("lossless queue dropped: %+v", v)
@@ -476,7 +475,7 @@ func TestConfigErrors(t *testing.T) {
 func TestZeroAllocs(t *testing.T) {
 	s := newSwitch(t, Config{Ports: 4, Addr: usid(1), Queue: QueueConfig{Trim: true, TrimAt: 8000, ECNMin: 1, ECNMax: 9000}})
 	s.AddRoute(usid(2), 48, 3)
-	orig, wl := dataPacket(t, true, usid(1, 2, 3), 5, mrc.DefaultDSCP.Data)
+	orig, wl := dataPacket(t, true, usid(1, 2, 3), 5, wire.DefaultDSCP.Data)
 	pkt := make([]byte, len(orig))
 	// Warm the rings up.
 	for i := range 64 {
@@ -521,7 +520,7 @@ func BenchmarkForward(b *testing.B) {
 			if mode == ModeECMP {
 				dst = usid(2, 3)
 			}
-			orig, wl := dataPacket(b, true, dst, 5, mrc.DefaultDSCP.Data)
+			orig, wl := dataPacket(b, true, dst, 5, wire.DefaultDSCP.Data)
 			pkt := make([]byte, len(orig))
 			b.ReportAllocs()
 			for b.Loop() {

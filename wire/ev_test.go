@@ -22,3 +22,25 @@ func TestEV(t *testing.T) {
 		t.Errorf("String = %q", EV(0xAB).String())
 	}
 }
+
+// TestEVLayout pins the EV layout: slot in bits 29-16 under the 0b11 mark,
+// plane in bits 15-12, path in bits 11-0.
+func TestEVLayout(t *testing.T) {
+	ev := NewEV(0x2ABC, 0x9, 0x123)
+	if ev != 0xEABC9123 {
+		t.Fatalf("NewEV = %v, want 0xeabc9123", ev)
+	}
+	if slot, ok := ev.Slot(); ev.Plane() != 9 || ev.Path() != 0x123 || slot != 0x2ABC || !ok {
+		t.Errorf("fields of %v: plane %d path %#x slot %#x ok %v", ev, ev.Plane(), ev.Path(), slot, ok)
+	}
+	if sport, _ := SplitEV(NewEV(0, 0, 0)); sport < 0xC000 {
+		t.Errorf("source port %#x outside the RoCEv2 range", sport)
+	}
+	if _, ok := EV(0x8000_0000).Slot(); ok {
+		t.Error("an EV without the slot mark has a slot")
+	}
+	last := NewEV(MaxEVSlots-1, MaxEVPlanes-1, MaxEVPaths-1)
+	if slot, _ := last.Slot(); last != 0xFFFFFFFF || slot != MaxEVSlots-1 {
+		t.Errorf("largest EV = %v", last)
+	}
+}

@@ -39,31 +39,69 @@ func (o Opcode) Known() bool {
 // o: the BTH plus the extension headers the opcode implies (digest §3.2).
 // ts says whether the BTH TS bit is set; it adds a TSETH to data packets
 // only. For an opcode that is not Known, HeaderLen returns BTHLen.
-func (o Opcode) HeaderLen(ts bool) int {
+func (o Opcode) HeaderLen(ts bool) int { return BTHLen + int(o.exts(ts).Len) }
+
+// Exts is the layout of the extension headers that follow the BTH of one
+// opcode: each header's offset from the end of the BTH, or -1 when the
+// opcode does not carry it. It is the one table of which headers follow
+// which opcode; the encoder, the decoder and the dump all read it.
+type Exts struct {
+	METH, TSETH, RETH, ImmDt int8 // data packets
+	AETH, SACK, NACK, Probe  int8 // a RoCE-style ACK, SETH+CC_STATE, NETH, PETH
+	EPReq, EPResp            int8 // ERTH, EETH
+	Len                      int8 // bytes of all of them
+}
+
+// Exts returns the extension header layout of opcode o; ts says whether
+// the BTH TS bit is set, which adds a TSETH to data packets only. An
+// opcode that is not Known has none.
+func (o Opcode) Exts(ts bool) Exts { return *o.exts(ts) }
+
+// exts is Exts without the copy, for the codec's hot paths.
+func (o Opcode) exts(ts bool) *Exts {
+	if ts {
+		return &extTable[1][o]
+	}
+	return &extTable[0][o]
+}
+
+// extTable is Exts by TS bit and opcode, computed once (layoutExts).
+var extTable = func() (t [2][256]Exts) {
+	for op := range 256 {
+		t[0][op], t[1][op] = layoutExts(Opcode(op), false), layoutExts(Opcode(op), true)
+	}
+	return t
+}()
+
+var noExts = Exts{METH: -1, TSETH: -1, RETH: -1, ImmDt: -1, AETH: -1, SACK: -1, NACK: -1, Probe: -1, EPReq: -1, EPResp: -1}
+
+// layoutExts lays out the extension headers of opcode o (digest §3.2).
+func layoutExts(o Opcode, ts bool) Exts {
+	x := noExts
 	switch {
 	case o.IsData():
-		n := BTHLen + METHLen + RETHLen
+		x.METH, x.Len = 0, METHLen
 		if ts {
-			n += TSETHLen
+			x.TSETH, x.Len = x.Len, x.Len+TSETHLen
 		}
+		x.RETH, x.Len = x.Len, x.Len+RETHLen
 		if o.HasImm() {
-			n += ImmDtLen
+			x.ImmDt, x.Len = x.Len, x.Len+ImmDtLen
 		}
-		return n
 	case o == OpAck:
-		return BTHLen + AETHLen
+		x.AETH, x.Len = 0, AETHLen
 	case o == OpSACK:
-		return BTHLen + SACKLen
+		x.SACK, x.Len = 0, SACKLen
 	case o == OpNACK:
-		return BTHLen + NETHLen
+		x.NACK, x.Len = 0, NETHLen
 	case o == OpProbe:
-		return BTHLen + PETHLen
+		x.Probe, x.Len = 0, PETHLen
 	case o == OpEndpointRequest:
-		return BTHLen + ERTHLen
+		x.EPReq, x.Len = 0, ERTHLen
 	case o == OpEndpointResponse:
-		return BTHLen + EETHLen
+		x.EPResp, x.Len = 0, EETHLen
 	}
-	return BTHLen
+	return x
 }
 
 // String returns the spec's name for o, or Opcode(0xNN).

@@ -242,30 +242,29 @@ func putIPv6(w []byte, h *IPv6, payloadLen int, nextHeader uint8) {
 // putExt writes the extension headers p's opcode carries into w, which
 // holds exactly their length.
 func (p *Packet) putExt(w []byte) {
-	switch op := p.BTH.Opcode; {
-	case op.IsData():
-		p.METH.put(w)
-		w = w[METHLen:]
-		if p.BTH.TS {
-			p.TSETH.put(w)
-			w = w[TSETHLen:]
+	x := p.BTH.Opcode.exts(p.BTH.TS)
+	switch {
+	case x.METH >= 0: // data
+		p.METH.put(w[x.METH:])
+		if x.TSETH >= 0 {
+			p.TSETH.put(w[x.TSETH:])
 		}
-		p.RETH.put(w)
-		if op.HasImm() {
-			p.Imm.put(w[RETHLen:])
+		p.RETH.put(w[x.RETH:])
+		if x.ImmDt >= 0 {
+			p.Imm.put(w[x.ImmDt:])
 		}
-	case op == OpAck:
-		p.AETH.put(w)
-	case op == OpSACK:
-		p.SACK.put(w)
-	case op == OpNACK:
-		p.NACK.put(w)
-	case op == OpProbe:
-		p.Probe.put(w)
-	case op == OpEndpointRequest:
-		p.EPReq.put(w)
-	case op == OpEndpointResponse:
-		p.EPResp.put(w)
+	case x.AETH >= 0:
+		p.AETH.put(w[x.AETH:])
+	case x.SACK >= 0:
+		p.SACK.put(w[x.SACK:])
+	case x.NACK >= 0:
+		p.NACK.put(w[x.NACK:])
+	case x.Probe >= 0:
+		p.Probe.put(w[x.Probe:])
+	case x.EPReq >= 0:
+		p.EPReq.put(w[x.EPReq:])
+	case x.EPResp >= 0:
+		p.EPResp.put(w[x.EPResp:])
 	}
 }
 
@@ -360,30 +359,29 @@ func (p *Packet) Decode(b []byte) error {
 // decodeExt decodes the extension headers of the opcode from b, which
 // holds exactly Opcode.HeaderLen - BTHLen bytes, so no decode can fail.
 func (p *Packet) decodeExt(b []byte) {
-	switch op := p.BTH.Opcode; {
-	case op.IsData():
-		n, _ := p.METH.Decode(b)
-		b = b[n:]
-		if p.BTH.TS {
-			n, _ = p.TSETH.Decode(b)
-			b = b[n:]
+	x := p.BTH.Opcode.exts(p.BTH.TS)
+	switch {
+	case x.METH >= 0: // data
+		_, _ = p.METH.Decode(b[x.METH:])
+		if x.TSETH >= 0 {
+			_, _ = p.TSETH.Decode(b[x.TSETH:])
 		}
-		n, _ = p.RETH.Decode(b)
-		if op.HasImm() {
-			_, _ = p.Imm.Decode(b[n:])
+		_, _ = p.RETH.Decode(b[x.RETH:])
+		if x.ImmDt >= 0 {
+			_, _ = p.Imm.Decode(b[x.ImmDt:])
 		}
-	case op == OpAck:
-		_, _ = p.AETH.Decode(b)
-	case op == OpSACK:
-		_, _ = p.SACK.Decode(b)
-	case op == OpNACK:
-		_, _ = p.NACK.Decode(b)
-	case op == OpProbe:
-		_, _ = p.Probe.Decode(b)
-	case op == OpEndpointRequest:
-		_, _ = p.EPReq.Decode(b)
-	case op == OpEndpointResponse:
-		_, _ = p.EPResp.Decode(b)
+	case x.AETH >= 0:
+		_, _ = p.AETH.Decode(b[x.AETH:])
+	case x.SACK >= 0:
+		_, _ = p.SACK.Decode(b[x.SACK:])
+	case x.NACK >= 0:
+		_, _ = p.NACK.Decode(b[x.NACK:])
+	case x.Probe >= 0:
+		_, _ = p.Probe.Decode(b[x.Probe:])
+	case x.EPReq >= 0:
+		_, _ = p.EPReq.Decode(b[x.EPReq:])
+	case x.EPResp >= 0:
+		_, _ = p.EPResp.Decode(b[x.EPResp:])
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/openmrc/mrc/internal/testnet"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/pcap"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -81,8 +82,8 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 		src[i] = byte(i*7 + i>>8)
 	}
 	dst := make([]byte, len(src))
-	srcMR, _ := epA.RegisterMemory(src, mrc.AccessLocal)
-	dstMR, _ := epB.RegisterMemory(dst, mrc.AccessRemoteWrite)
+	srcMR, _ := epA.RegisterMemory(src, verbs.AccessLocal)
+	dstMR, _ := epB.RegisterMemory(dst, verbs.AccessRemoteWrite)
 
 	c := &testCapture{path: filepath.Join(dir, "transfer.pcapng")}
 	f, err := os.Create(c.path)
@@ -122,7 +123,7 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 	lastTx := map[uint32]tx{} // PSN → A's last transmission of it
 	dataSent, killed := 0, false
 	var deadPath testnet.Path
-	net.Tap = func(now mtime.Time, from testnet.Side, t mrc.Transmit, pkt []byte) {
+	net.Tap = func(now mtime.Time, from testnet.Side, t verbs.Transmit, pkt []byte) {
 		pkt = bytes.Clone(pkt)
 		var p wire.Packet
 		_ = p.Decode(pkt)
@@ -133,7 +134,7 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 				// Black-hole the path of this packet: it and every later
 				// packet on it are lost without a trim, so A retires
 				// the EV and resends elsewhere.
-				deadPath = testnet.Path{Plane: t.Port, Index: mrc.EVPath(uint32(wire.JoinEV(p.UDP.SrcPort, p.Outer.FlowLabel)))}
+				deadPath = testnet.Path{Plane: t.Port, Index: wire.EV(uint32(wire.JoinEV(p.UDP.SrcPort, p.Outer.FlowLabel))).Path()}
 				net.KillPath(deadPath)
 				killed = true
 			}
@@ -142,9 +143,9 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 			dscp := uint8(0)
 			switch p.NACK.Reason {
 			case wire.NackTrimmed:
-				dscp = mrc.DefaultDSCP.Trimmed
+				dscp = wire.DefaultDSCP.Trimmed
 			case wire.NackTrimmedLastHop:
-				dscp = mrc.DefaultDSCP.TrimmedLastHop
+				dscp = wire.DefaultDSCP.TrimmedLastHop
 			}
 			if orig, ok := lastTx[p.NACK.NackPSN]; ok && dscp != 0 {
 				trimmed, err := wire.Trim(bytes.Clone(orig.pkt), dscp)
@@ -157,17 +158,17 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 		record(now, int(from), t.Port, pcap.DirOutbound, pkt, false)
 	}
 	done, imms := 0, 0
-	net.OnEvent = func(s testnet.Side, ev mrc.Event) {
+	net.OnEvent = func(s testnet.Side, ev verbs.Event) {
 		switch {
-		case ev.Kind == mrc.EventWriteDone:
+		case ev.Kind == verbs.EventWriteDone:
 			done++
-		case ev.Kind == mrc.EventRecvImm:
+		case ev.Kind == verbs.EventRecvImm:
 			imms++
-		case ev.Kind == mrc.EventEVState && s == testnet.A && ev.To == mrc.EVAssumedBad:
+		case ev.Kind == verbs.EventEVState && s == testnet.A && ev.To == verbs.EVAssumedBad:
 			c.retired = append(c.retired, ev.EV)
-		case ev.Kind == mrc.EventEVState && s == testnet.A && ev.From == mrc.EVAssumedBad:
+		case ev.Kind == verbs.EventEVState && s == testnet.A && ev.From == verbs.EVAssumedBad:
 			c.resurrected = append(c.resurrected, ev.EV)
-		case ev.Kind == mrc.EventQPError:
+		case ev.Kind == verbs.EventQPError:
 			t.Fatalf("QP error: %v", ev.Err)
 		}
 	}
@@ -177,7 +178,7 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 		if err := qb.PostRecv(uint64(i)); err != nil {
 			t.Fatal(err)
 		}
-		if err := qa.PostWrite(0, mrc.WriteRequest{ID: uint64(i), Local: srcMR, LocalOffset: uint64(i * chunk),
+		if err := qa.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: srcMR, LocalOffset: uint64(i * chunk),
 			Remote: dstMR, RemoteOffset: uint64(i * chunk), Length: uint64(chunk), WithImm: i == msgs-1, Imm: 0xC0FFEE}); err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +368,7 @@ func checkDumpFrame(t *testing.T, f *dump.Frame, c *captured) {
 		b.A != p.BTH.AckReq || b.TS != p.BTH.TS || b.PadCnt != int(p.BTH.PadCnt) || b.PKey != int(p.BTH.PKey) {
 		t.Errorf("%s: bth %+v, sent %+v", where, b, p.BTH)
 	}
-	if f.EV == nil || f.EV.Value != ev || f.EV.Plane != mrc.EVPlane(ev) || f.EV.Path != mrc.EVPath(ev) {
+	if f.EV == nil || f.EV.Value != ev || f.EV.Plane != wire.EV(ev).Plane() || f.EV.Path != wire.EV(ev).Path() {
 		t.Errorf("%s: ev %+v, sent %#x", where, f.EV, ev)
 	}
 	if len(f.IP) != 2 || f.IP[0].DSCP != int(p.Outer.DSCP()) || f.IP[1].Dst != addrString(p.IP.Dst) || f.UDP.Length != int(p.UDP.Length) {
@@ -405,7 +406,7 @@ func checkDumpFrame(t *testing.T, f *dump.Frame, c *captured) {
 	case op == wire.OpNACK:
 		n := f.NACK
 		if n.ReasonName != p.NACK.Reason.String() || n.NackPSN != int(p.NACK.NackPSN) || n.Entropy.Value != uint32(p.NACK.Entropy) ||
-			n.Entropy.Plane != mrc.EVPlane(uint32(p.NACK.Entropy)) || n.CCType != int(p.NACK.CCType) {
+			n.Entropy.Plane != wire.EV(uint32(p.NACK.Entropy)).Plane() || n.CCType != int(p.NACK.CCType) {
 			t.Errorf("%s: nack %+v, sent %+v", where, n, p.NACK)
 		}
 	case op == wire.OpProbe:
@@ -531,8 +532,8 @@ func TestWiresharkDissector(t *testing.T) {
 			"mrc.bth.ts":           b2s(p.BTH.TS),
 			"mrc.bth.padcnt":       strconv.Itoa(int(p.BTH.PadCnt)),
 			"mrc.ev":               fmt.Sprintf("0x%08x", ev),
-			"mrc.ev.plane":         strconv.Itoa(mrc.EVPlane(ev)),
-			"mrc.ev.path":          strconv.Itoa(mrc.EVPath(ev)),
+			"mrc.ev.plane":         strconv.Itoa(wire.EV(ev).Plane()),
+			"mrc.ev.path":          strconv.Itoa(wire.EV(ev).Path()),
 			"mrc.malformed":        "",
 			"mrc.unknown_opcode":   "",
 			"mrc.not_captured":     "",
@@ -565,8 +566,8 @@ func TestWiresharkDissector(t *testing.T) {
 			want["mrc.seth.m"] = strconv.Itoa(int(s.M))
 			want["mrc.seth.pr"] = b2s(s.PR)
 			want["mrc.seth.entropy"] = fmt.Sprintf("0x%08x", uint32(s.Entropy))
-			want["mrc.seth.entropy.plane"] = strconv.Itoa(mrc.EVPlane(uint32(s.Entropy)))
-			want["mrc.seth.entropy.path"] = strconv.Itoa(mrc.EVPath(uint32(s.Entropy)))
+			want["mrc.seth.entropy.plane"] = strconv.Itoa(wire.EV(uint32(s.Entropy)).Plane())
+			want["mrc.seth.entropy.path"] = strconv.Itoa(wire.EV(uint32(s.Entropy)).Path())
 			want["mrc.cc.rcvd_bytes"] = strconv.Itoa(int(s.CC.RcvdBytes))
 		case op == wire.OpNACK:
 			n := &p.NACK
@@ -574,8 +575,8 @@ func TestWiresharkDissector(t *testing.T) {
 			want["mrc.neth.nack_psn"] = strconv.Itoa(int(n.NackPSN))
 			want["mrc.neth.ce"] = b2s(n.CE)
 			want["mrc.neth.entropy"] = fmt.Sprintf("0x%08x", uint32(n.Entropy))
-			want["mrc.neth.entropy.plane"] = strconv.Itoa(mrc.EVPlane(uint32(n.Entropy)))
-			want["mrc.neth.entropy.path"] = strconv.Itoa(mrc.EVPath(uint32(n.Entropy)))
+			want["mrc.neth.entropy.plane"] = strconv.Itoa(wire.EV(uint32(n.Entropy)).Plane())
+			want["mrc.neth.entropy.path"] = strconv.Itoa(wire.EV(uint32(n.Entropy)).Path())
 			if !strings.Contains(row["_ws.col.Info"], " "+n.Reason.String()+" psn ") {
 				t.Errorf("packet %d: Info %q does not name the NACK reason %v", i+1, row["_ws.col.Info"], n.Reason)
 			}

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/trace/jsonl"
@@ -676,8 +675,8 @@ func TestSimCapture(t *testing.T) {
 			"mrc.bth.psn":          fmt.Sprint(p.BTH.PSN),
 			"mrc.bth.rtx":          b2s(p.BTH.Rtx),
 			"mrc.ev":               fmt.Sprintf("0x%08x", ev),
-			"mrc.ev.plane":         fmt.Sprint(mrc.EVPlane(ev)),
-			"mrc.ev.path":          fmt.Sprint(mrc.EVPath(ev)),
+			"mrc.ev.plane":         fmt.Sprint(wire.EV(ev).Plane()),
+			"mrc.ev.path":          fmt.Sprint(wire.EV(ev).Path()),
 			"mrc.malformed":        "",
 		}
 		if p.BTH.Opcode.IsData() {

@@ -19,6 +19,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -78,9 +79,9 @@ type Net struct {
 	portDown  [2][]bool
 	flaps     []flap
 	Stats     Stats
-	Tap       func(now mtime.Time, from Side, tx mrc.Transmit, pkt []byte)     // sees every packet sent
+	Tap       func(now mtime.Time, from Side, tx verbs.Transmit, pkt []byte)   // sees every packet sent
 	Deliver   func(now mtime.Time, to Side, port int, pkt []byte, wireLen int) // sees every packet delivered, as the network left it
-	OnEvent   func(side Side, ev mrc.Event)                                    // sees every endpoint event
+	OnEvent   func(side Side, ev verbs.Event)                                  // sees every endpoint event
 	pathPaths PathCount
 }
 
@@ -170,7 +171,7 @@ func (n *Net) Now() mtime.Time { return n.now }
 // (the T1 of the plane), the destination's T0 and the destination port.
 func Paths(dst Side) mrc.PathFunc {
 	return func(plane int, ev uint32) [16]byte {
-		return wire.F3216.Container(block, uint32(0x1000*plane+mrc.EVPath(ev)), uint32(0x2000+plane), hostCSID(dst, plane))
+		return wire.F3216.Container(block, uint32(0x1000*plane+wire.EV(ev).Path()), uint32(0x2000+plane), hostCSID(dst, plane))
 	}
 }
 
@@ -306,7 +307,7 @@ func (n *Net) Kick(s Side) { n.kick(s) }
 func (n *Net) transmit(s Side) {
 	ep := n.eps[s]
 	for {
-		var free mrc.PortMask
+		var free verbs.PortMask
 		for p, until := range n.busy[s] {
 			if until <= n.now && !n.portDown[s][p] {
 				free |= 1 << p
@@ -332,7 +333,7 @@ func (n *Net) transmit(s Side) {
 }
 
 // carry applies the injectors and schedules the delivery of pkt.
-func (n *Net) carry(from Side, tx mrc.Transmit, pkt []byte, ser time.Duration) {
+func (n *Net) carry(from Side, tx verbs.Transmit, pkt []byte, ser time.Duration) {
 	to := 1 - from
 	var p wire.Packet
 	if err := p.Decode(pkt); err != nil {
@@ -342,7 +343,7 @@ func (n *Net) carry(from Side, tx mrc.Transmit, pkt []byte, ser time.Duration) {
 	if p.Encap {
 		ev = uint32(wire.JoinEV(p.UDP.SrcPort, p.Outer.FlowLabel))
 	}
-	path := Path{Plane: tx.Port, Index: mrc.EVPath(ev)}
+	path := Path{Plane: tx.Port, Index: wire.EV(ev).Path()}
 	if n.portDown[to][tx.Port] {
 		n.Stats.Lost++
 		return
@@ -360,9 +361,9 @@ func (n *Net) carry(from Side, tx mrc.Transmit, pkt []byte, ser time.Duration) {
 	if p.BTH.Opcode.IsData() {
 		switch x := r.Float64(); {
 		case x < n.cfg.Trim:
-			pkt, wlen = n.trim(pkt, mrc.DefaultDSCP.Trimmed)
+			pkt, wlen = n.trim(pkt, wire.DefaultDSCP.Trimmed)
 		case x < n.cfg.Trim+n.cfg.TrimLastHop:
-			pkt, wlen = n.trim(pkt, mrc.DefaultDSCP.TrimmedLastHop)
+			pkt, wlen = n.trim(pkt, wire.DefaultDSCP.TrimmedLastHop)
 		}
 		if r.Float64() < n.cfg.ECN {
 			wire.MarkCE(pkt)

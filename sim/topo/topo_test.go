@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -256,5 +255,4 @@ func TestBaseRTT(t *testing.T) {
 	if got, want := tp.BaseRTT(4262, 178).Nanoseconds(), int64(math.Ceil(2*(200+4000)+6*data+6*ack)); got != want {
 		t.Errorf("three-tier base RTT %d ns, want %d", got, want)
 	}
-	_ = mrc.EVPath
 }

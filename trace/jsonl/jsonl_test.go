@@ -14,6 +14,7 @@ import (
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/trace/jsonl"
+	"github.com/openmrc/mrc/verbs"
 )
 
 var samples = []struct {
@@ -127,15 +128,15 @@ func TestJSONTraceOfTransfer(t *testing.T) {
 	}
 	src := make([]byte, 1<<20)
 	dst := make([]byte, len(src))
-	smr, _ := n.Endpoint(testnet.A).RegisterMemory(src, mrc.AccessLocal)
-	dmr, _ := n.Endpoint(testnet.B).RegisterMemory(dst, mrc.AccessRemoteWrite)
+	smr, _ := n.Endpoint(testnet.A).RegisterMemory(src, verbs.AccessLocal)
+	dmr, _ := n.Endpoint(testnet.B).RegisterMemory(dst, verbs.AccessRemoteWrite)
 	done := 0
-	n.OnEvent = func(s testnet.Side, ev mrc.Event) {
-		if ev.Kind == mrc.EventWriteDone {
+	n.OnEvent = func(s testnet.Side, ev verbs.Event) {
+		if ev.Kind == verbs.EventWriteDone {
 			done++
 		}
 	}
-	if err := qa.PostWrite(0, mrc.WriteRequest{Local: smr, Remote: dmr, Length: uint64(len(src))}); err != nil {
+	if err := qa.PostWrite(0, verbs.WriteRequest{Local: smr, Remote: dmr, Length: uint64(len(src))}); err != nil {
 		t.Fatal(err)
 	}
 	n.Kick(testnet.A)

@@ -1,4 +1,4 @@
-package mrc
+package verbs
 
 import (
 	"fmt"

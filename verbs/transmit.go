@@ -1,0 +1,66 @@
+package verbs
+
+import (
+	"fmt"
+
+	"github.com/openmrc/mrc/wire"
+)
+
+// PortMask is a set of ports: bit p is port (plane) p.
+type PortMask uint32
+
+// AllPorts is the mask of every port.
+const AllPorts PortMask = 1<<MaxPlanes - 1
+
+// Transmit describes a packet PollTransmit wrote: where to send it and
+// how, so that a host never parses the bytes the transport just encoded.
+type Transmit struct {
+	Port    int // the port (plane) to send it on
+	Len     int // bytes written to the buffer
+	WireLen int // length on the wire; larger than Len when the payload is phantom
+	QPN     uint32
+	Kind    PacketKind
+
+	// Dst is the packet's final destination: the peer port's address,
+	// also when the packet is addressed to a uSID container or wrapped in
+	// an outer SRv6 header (wire.Packet.Final).
+	Dst [16]byte
+	// EV is the packet's entropy value (UDP source port and flow label).
+	EV wire.EV
+	// TrafficClass is DSCP<<2 | ECN of its IPv6 header (every one, when
+	// encapsulated).
+	TrafficClass uint8
+}
+
+// Addressed returns t with Dst set to final and EV and TrafficClass taken
+// from ip and udp, the (inner) IPv6 and UDP headers the transport has just
+// encoded.
+func (t Transmit) Addressed(final [16]byte, ip *wire.IPv6, udp *wire.UDP) Transmit {
+	t.Dst, t.EV, t.TrafficClass = final, wire.JoinEV(udp.SrcPort, ip.FlowLabel), ip.TrafficClass
+	return t
+}
+
+// PacketKind classifies transmitted packets for hosts that keep statistics.
+type PacketKind uint8
+
+const (
+	KindData PacketKind = iota
+	KindRetransmit
+	KindSACK
+	KindNACK
+	KindProbe
+	KindEndpoint
+)
+
+var kindNames = [...]string{"data", "retransmit", "sack", "nack", "probe", "endpoint"}
+
+func (k PacketKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("PacketKind(%d)", uint8(k))
+}
+
+// MaxPlanes is the largest number of ports (planes) an endpoint may have;
+// an EV names its plane in 4 bits (wire.EV.Plane).
+const MaxPlanes = wire.MaxEVPlanes

@@ -23,7 +23,11 @@ var seeds = flag.Int("seeds", 300, "random seeds for the property tests (CI's lo
 //   - every completion arrives exactly once;
 //   - no QP errors while at least one path lives;
 //   - retransmissions stay bounded.
-func TestPropertyHostileNetwork(t *testing.T) {
+func TestPropertyHostileNetwork(t *testing.T) { forEachSeed(t, runHostile) }
+
+// forEachSeed runs check as a parallel subtest for each of -seeds seeds
+// (at most 50 with -short).
+func forEachSeed(t *testing.T, check func(t *testing.T, seed uint64)) {
 	n := *seeds
 	if testing.Short() {
 		n = min(n, 50)
@@ -31,7 +35,7 @@ func TestPropertyHostileNetwork(t *testing.T) {
 	for seed := range uint64(n) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			runHostile(t, seed)
+			check(t, seed)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package mrc_test
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -21,18 +20,7 @@ import (
 // EV of either side changes state: a protection error is not a path
 // failure. Before, the requester retired EV after EV and failed with
 // ErrNoPath after its retry budget.
-func TestPropertyBadRKey(t *testing.T) {
-	n := *seeds
-	if testing.Short() {
-		n = min(n, 50)
-	}
-	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			runBadRKey(t, seed)
-		})
-	}
-}
+func TestPropertyBadRKey(t *testing.T) { forEachSeed(t, runBadRKey) }
 
 func runBadRKey(t *testing.T, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 4321))

@@ -1,0 +1,221 @@
+package sweep
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openmrc/mrc/scenario"
+)
+
+// writeSweep writes a sweep file (and the small base scenario beside it)
+// into a temporary directory and returns its path.
+func writeSweep(t *testing.T, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	base, err := os.ReadFile("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small.yaml"), base, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func mustLoad(t *testing.T, text string) *Sweep {
+	t.Helper()
+	sw, err := Load(writeSweep(t, text), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sw
+}
+
+// TestGridProduct: the grid is the product of the axes, the first
+// slowest, and every cell's scenario carries its values.
+func TestGridProduct(t *testing.T) {
+	sw := mustLoad(t, "base: small.yaml\naxes:\n  topology.planes: [1, 2, 4]\n  failures[0].count: [0, 2]\n  seed: 1..3\n")
+	if sw.Len() != 18 {
+		t.Fatalf("%d cells, want 3×2×3 = 18", sw.Len())
+	}
+	seen := map[string]bool{}
+	for _, c := range sw.Cells() {
+		d := sw.Describe(c)
+		if seen[d] {
+			t.Fatalf("cell %s repeats %s", c.ID, d)
+		}
+		seen[d] = true
+	}
+	c := sw.Cell(17)
+	if got := sw.Describe(c); got != "topology.planes=4 failures[0].count=2 seed=3" || c.ID != "0017" {
+		t.Fatalf("cell 17 = %s %q", c.ID, got)
+	}
+	if got := sw.Describe(sw.Cell(1)); got != "topology.planes=1 failures[0].count=0 seed=2" {
+		t.Fatalf("cell 1 = %q: the last axis should vary fastest", got)
+	}
+	p, err := sw.Plan(sw.Cell(16), scenario.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Seed != 2 || p.Topology.Planes != 4 || p.Scenario.Failures[0].Count != 2 || p.Scenario.Workload[0].Kind != "permutation" {
+		t.Fatalf("cell 16: seed %d, %d planes, failures %+v", p.Seed, p.Topology.Planes, p.Scenario.Failures)
+	}
+	if err := sw.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGridZip: zipped axes advance together.
+func TestGridZip(t *testing.T) {
+	sw := mustLoad(t, `base: small.yaml
+axes:
+  failures[0].count: [1, 2, 3]
+  failures[0].at: [1us, 2us, 3us]
+  transports: [[mrc], [roce-pfc, mrc]]
+zip:
+  - ["failures[0].count", "failures[0].at"]
+`)
+	if sw.Len() != 6 {
+		t.Fatalf("%d cells, want 3 (zipped) × 2 = 6", sw.Len())
+	}
+	if got := sw.Describe(sw.Cell(3)); got != "failures[0].count=2 failures[0].at=2us transports=roce-pfc+mrc" {
+		t.Fatalf("cell 3 = %q", got)
+	}
+	p, err := sw.Plan(sw.Cell(3), scenario.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 2 || p.Runs[0].Transport.Name != "roce-pfc" || p.Scenario.Failures[0].At.D().Microseconds() != 2 {
+		t.Fatalf("cell 3: runs %d, failures %+v", len(p.Runs), p.Scenario.Failures)
+	}
+}
+
+// TestWorkloadOnePart: workload[0] names a workload written as one mapping.
+func TestWorkloadOnePart(t *testing.T) {
+	sw := mustLoad(t, "base: small.yaml\naxes:\n  workload[0].size: [64KiB, 1MiB]\n  sim.mtu: [1024]\n")
+	p, err := sw.Plan(sw.Cell(1), scenario.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Scenario.Workload[0].Size != 1<<20 || p.Scenario.Sim.MTU != 1024 {
+		t.Fatalf("workload %+v, mtu %d", p.Scenario.Workload[0], p.Scenario.Sim.MTU)
+	}
+}
+
+// TestPreset: a preset as the base.
+func TestPreset(t *testing.T) {
+	sw := mustLoad(t, "preset: incast\naxes:\n  seed: [1, 2]\n")
+	p, err := sw.Plan(sw.Cell(1), scenario.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Seed != 2 || p.Scenario.Name != "incast" {
+		t.Fatalf("seed %d, name %q", p.Seed, p.Scenario.Name)
+	}
+}
+
+// TestBadSweeps: each bad sweep file gets one line naming the file, the
+// line, and (for a cell) the axis and the cell.
+func TestBadSweeps(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"no axes", "base: small.yaml\n", `s.yaml:1: no axes`},
+		{"empty axes", "base: small.yaml\naxes: {}\n", `s.yaml:2: no axes`},
+		{"null axes", "base: small.yaml\naxes:\n", `s.yaml:2: no axes`},
+		{"empty axis", "base: small.yaml\naxes:\n  seed: []\n", `s.yaml:3: axis seed is empty`},
+		{"empty range", "base: small.yaml\naxes:\n  seed: 5..1\n", `s.yaml:3: axis seed: "5..1": the range is empty`},
+		{"bad range", "base: small.yaml\naxes:\n  seed: a..b\n", `s.yaml:3: axis seed: "a..b": a range is two integers`},
+		{"no base", "axes:\n  seed: [1]\n", `s.yaml:1: no base scenario`},
+		{"both bases", "base: small.yaml\npreset: incast\naxes: {seed: [1]}\n", `s.yaml:\d: give base or preset, not both`},
+		{"missing base", "base: nope.yaml\naxes: {seed: [1]}\n", `s.yaml:1: base .*nope.yaml: no such file`},
+		{"unknown preset", "preset: nope\naxes: {seed: [1]}\n", `s.yaml:1: preset: no preset "nope"`},
+		{"unknown key", "base: small.yaml\naxis: {seed: [1]}\n", `s.yaml:2: unknown key "axis" in the sweep`},
+		{"bad path", "base: small.yaml\naxes:\n  topology..planes: [1]\n", `s.yaml:3: axis "topology..planes": not a key path`},
+		{"too many", "base: small.yaml\naxes:\n  seed: 1..1000\n  sim.mtu: 1..1000\n", `s.yaml:2: the grid has 1000000 cells, more than 100000: pass --force`},
+		{"zip lengths", "base: small.yaml\naxes:\n  seed: [1, 2]\n  sim.mtu: [1024]\nzip: [[seed, sim.mtu]]\n", `s.yaml:5: zip: axes seed \(2 values\) and sim.mtu \(1 values\)`},
+		{"zip unknown", "base: small.yaml\naxes:\n  seed: [1, 2]\nzip: [[seed, mtu]]\n", `s.yaml:4: zip: "mtu" is not one of the axes`},
+	}
+	for _, tc := range cases {
+		_, err := Load(writeSweep(t, tc.text), Options{})
+		var se *Error
+		if err == nil || !errors.As(err, &se) {
+			t.Errorf("%s: err %v, want an *Error", tc.name, err)
+			continue
+		}
+		if !regexp.MustCompile(tc.want).MatchString(strings.TrimPrefix(err.Error(), filepath.Dir(se.File)+"/")) {
+			t.Errorf("%s: %q, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestForce: --force allows a grid over the limit.
+func TestForce(t *testing.T) {
+	sw, err := Load(writeSweep(t, "base: small.yaml\naxes:\n  seed: 1..1000\n  sim.mtu: 1..101\n"), Options{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.Len() != 101_000 {
+		t.Fatalf("%d cells", sw.Len())
+	}
+}
+
+// TestBadCells: a value that does not fit names the axis, the cell and
+// the value's line; so does a key path the scenario lacks.
+func TestBadCells(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"bad value", "base: small.yaml\naxes:\n  seed: [1, 2]\n  topology.hosts:\n    - 16\n    - 15\n",
+			`s.yaml:6: axis topology.hosts = 15, cell 0001 \(seed=1 topology.hosts=15\): topology: hosts 15 not divisible by t0_down 4`},
+		{"unknown key", "base: small.yaml\naxes:\n  topology.plane: [2]\n",
+			`s.yaml:3: axis topology.plane = 2, cell 0000 \(topology.plane=2\): unknown key "plane" in topology \(did you mean "planes"\?\)`},
+		{"no such failure", "base: small.yaml\naxes:\n  failures[3].count: [2]\n",
+			`s.yaml:3: axis failures\[3\].count = 2, cell 0000 .*: failures\[3\]: the base scenario's list has 1 entries`},
+		{"wrong type", "base: small.yaml\naxes:\n  topology.planes: [two]\n",
+			`s.yaml:3: axis topology.planes = two, cell 0000 .*: topology.planes: want an integer`},
+		{"bad transport", "base: small.yaml\naxes:\n  transports: [[mrc], [nope]]\n",
+			`s.yaml:3: axis transports = nope, cell 0001 .*transport`},
+	}
+	for _, tc := range cases {
+		sw, err := Load(writeSweep(t, tc.text), Options{})
+		if err != nil {
+			t.Errorf("%s: Load: %v", tc.name, err)
+			continue
+		}
+		err = sw.Validate()
+		var se *Error
+		if err == nil || !errors.As(err, &se) {
+			t.Errorf("%s: err %v, want an *Error", tc.name, err)
+			continue
+		}
+		if !regexp.MustCompile(tc.want).MatchString(strings.TrimPrefix(err.Error(), filepath.Dir(se.File)+"/")) {
+			t.Errorf("%s: %q, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestHash: the hash changes with the sweep file and with the base.
+func TestHash(t *testing.T) {
+	file := writeSweep(t, "base: small.yaml\naxes: {seed: [1, 2]}\n")
+	a, err := Load(file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(file, []byte("base: small.yaml\naxes: {seed: [1, 3]}\n"), 0o644)
+	b, _ := Load(file, Options{})
+	base := filepath.Join(filepath.Dir(file), "small.yaml")
+	data, _ := os.ReadFile(base)
+	os.WriteFile(base, append(data, []byte("seed: 4\n")...), 0o644)
+	c, err := Load(file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Hash == b.Hash || b.Hash == c.Hash || len(a.Hash) != 64 {
+		t.Fatalf("hashes %s %s %s", a.Hash, b.Hash, c.Hash)
+	}
+}

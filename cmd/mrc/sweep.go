@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openmrc/mrc/scenario"
+	"github.com/openmrc/mrc/sweep"
+)
+
+func init() {
+	commands["sweep"] = command{summary: "run a scenario over a grid of parameters and seeds, locally or as a Slurm job array, and collect the results", run: runSweep}
+}
+
+const sweepUsage = `run|cell|collect|slurm ...
+
+  mrc sweep run FILE --out DIR [--jobs N]      run the cells here, N at a time
+  mrc sweep cell FILE --out DIR --index I      run one cell (what a Slurm task runs)
+  mrc sweep collect DIR [--metric M --x AXIS]  merge the cells into a table and a plot
+  mrc sweep slurm FILE --out DIR [--dry-run]   write and submit a Slurm job array
+
+Sweep files and the commands: docs/sweep.md.`
+
+// runSweep is `mrc sweep`: the logic lives in package sweep; this wires
+// flags to it.
+func runSweep(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(stderr, "Usage: mrc sweep %s\n", sweepUsage)
+		if len(args) == 0 {
+			return usagef("want a subcommand: run, cell, collect or slurm")
+		}
+		return errHelp
+	}
+	sub := map[string]func([]string, io.Writer, io.Writer) error{
+		"run": sweepRun, "cell": sweepCell, "collect": sweepCollect, "slurm": sweepSlurm,
+	}[args[0]]
+	if sub == nil {
+		return usagef("unknown subcommand %q: want run, cell, collect or slurm", args[0])
+	}
+	return sub(args[1:], stdout, stderr)
+}
+
+// parseAll parses flags that may come before or after the positional
+// arguments, and returns the positional ones.
+func parseAll(fs *flagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// loadSweep reads the one sweep file of pos; its errors are usage
+// errors.
+func loadSweep(pos []string, force bool) (*sweep.Sweep, error) {
+	if len(pos) != 1 {
+		return nil, usagef("want one sweep file, got %d arguments", len(pos))
+	}
+	sw, err := sweep.Load(pos[0], sweep.Options{Force: force})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return sw, nil
+}
+
+// prepare checks every cell and readies the output directory.
+func prepare(sw *sweep.Sweep, out string) error {
+	if out == "" {
+		return usagef("--out DIR is required: where the cells' results go")
+	}
+	if err := sw.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if err := sw.Prepare(out); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+func sweepRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sweep run", "FILE --out DIR [--jobs N]", stderr)
+	out := fs.String("out", "", "write the cells' results to `DIR`/cells (required)")
+	jobs := fs.Int("jobs", runtime.NumCPU(), "cells to run at once")
+	workers := fs.Int("workers", 0, "worker goroutines per cell (default: the CPUs divided by --jobs, at least 1)")
+	force := fs.Bool("force", false, "allow a grid of more than 100,000 cells")
+	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal), on, off")
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *jobs < 1:
+		return usagef("--jobs %d: want 1 or more", *jobs)
+	case *workers < 0:
+		return usagef("--workers %d: want 1 or more", *workers)
+	case *progress != "auto" && *progress != "on" && *progress != "off":
+		return usagef("--progress %q: want auto, on or off", *progress)
+	}
+	if *workers == 0 {
+		*workers = max(1, runtime.NumCPU() / *jobs)
+	}
+	sw, err := loadSweep(pos, *force)
+	if err != nil {
+		return err
+	}
+	if err := prepare(sw, *out); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	show := *progress == "on" || *progress == "auto" && isTerminal(stderr)
+	shown := false
+	var last time.Time
+	o := sweep.RunOptions{Jobs: *jobs, Command: func(c sweep.Cell) *exec.Cmd {
+		args := []string{"sweep", "cell", pos[0], "--out", *out, "--index", strconv.Itoa(c.Index), "--workers", strconv.Itoa(*workers)}
+		if *force {
+			args = append(args, "--force")
+		}
+		return exec.Command(exe, args...)
+	}}
+	if show {
+		o.Progress = func(st sweep.Status) {
+			every := 2 * time.Second
+			if isTerminal(stderr) {
+				every = 200 * time.Millisecond
+			}
+			if time.Since(last) < every && st.Running > 0 {
+				return
+			}
+			last = time.Now()
+			if isTerminal(stderr) {
+				fmt.Fprint(stderr, "\r\033[K"+sweep.ProgressLine(st))
+			} else {
+				fmt.Fprintln(stderr, "progress: "+sweep.ProgressLine(st))
+			}
+			shown = true
+		}
+	}
+	sum, err := sw.Run(ctx, *out, o)
+	if shown && isTerminal(stderr) {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	fmt.Fprintf(stdout, "%s: %d cells: %d done (%d before this run), %d failed, in %s; results in %s\n",
+		sw.Name, sum.Total, sum.Done+sum.Skipped, sum.Skipped, sum.Failed, sum.Elapsed.Round(10*time.Millisecond), *out)
+	for _, f := range sum.Failures {
+		fmt.Fprintf(stdout, "  failed: cell %s (%s): %s\n", f.Cell.ID, sw.Describe(f.Cell), f.Err)
+	}
+	switch {
+	case errors.Is(err, sweep.ErrInterrupted):
+		return exitError{code: 130, msg: "interrupted; run the same command again to resume"}
+	case err != nil:
+		return err
+	case sum.Failed > 0:
+		return exitError{code: 1, msg: fmt.Sprintf("%d of %d cells failed (listed above); a rerun retries them", sum.Failed, sum.Total)}
+	}
+	return nil
+}
+
+func sweepCell(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sweep cell", "FILE --out DIR --index I", stderr)
+	out := fs.String("out", "", "write the cell's result to `DIR`/cells (required)")
+	index := fs.Int("index", -1, "the cell's index, from 0 (Slurm: $SLURM_ARRAY_TASK_ID)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "worker goroutines (results do not depend on it)")
+	force := fs.Bool("force", false, "allow a grid of more than 100,000 cells")
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return err
+	}
+	if *workers < 1 {
+		return usagef("--workers %d: want 1 or more", *workers)
+	}
+	sw, err := loadSweep(pos, *force)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *out == "":
+		return usagef("--out DIR is required: where the cell's result goes")
+	case *index < 0 || *index >= sw.Len():
+		return usagef("--index %d: want a cell from 0 to %d", *index, sw.Len()-1)
+	}
+	if err := sw.Prepare(*out); err != nil {
+		return usagef("%v", err)
+	}
+	setMemoryLimit()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := sw.Cell(*index)
+	err = sw.RunCell(ctx, *out, c, *workers)
+	var se *scenario.Error
+	switch {
+	case errors.Is(err, sweep.ErrInterrupted):
+		return exitError{code: 130, msg: "interrupted; cell " + c.ID + " wrote no result"}
+	case errors.As(err, &se):
+		return usagef("%v", err)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(stdout, "cell %s (%s): wrote %s\n", c.ID, sw.Describe(c), sweep.CellPath(*out, c))
+	return nil
+}
+
+// splitList splits a comma-separated flag value.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sweepCollect(args []string, stdout, stderr io.Writer) error {
+	return usagef("collect: not yet")
+}
+
+func sweepSlurm(args []string, stdout, stderr io.Writer) error {
+	return usagef("slurm: not yet")
+}

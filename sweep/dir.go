@@ -130,7 +130,8 @@ func (sw *Sweep) writeManifest(dir string) error {
 	return writeJSON(filepath.Join(dir, manifestName), m)
 }
 
-// writeJSON writes v to file atomically (report.CreateFile).
+// writeJSON writes v to file atomically (report.CreateFile), indented
+// unless it is a cell's (which hold large reports).
 func writeJSON(file string, v any) error {
 	f, err := report.CreateFile(file)
 	if err != nil {
@@ -138,7 +139,9 @@ func writeJSON(file string, v any) error {
 	}
 	bw := bufio.NewWriter(f)
 	enc := json.NewEncoder(bw)
-	enc.SetIndent("", " ")
+	if _, cell := v.(CellFile); !cell {
+		enc.SetIndent("", " ")
+	}
 	if err := enc.Encode(v); err != nil {
 		f.Abort()
 		return fmt.Errorf("writing %s: %v", file, err)

@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/openmrc/mrc/report"
 	"github.com/openmrc/mrc/scenario"
 	"github.com/openmrc/mrc/sweep"
 )
@@ -220,19 +223,96 @@ func sweepCell(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// splitList splits a comma-separated flag value.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+func sweepCollect(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sweep collect", "DIR [--metric M --x AXIS]", stderr)
+	metric := fs.String("metric", "", "the metric to plot (default: the sweep file's plot.metric, else completion_ns)")
+	x := fs.String("x", "", "the axis on the plot's x (default: the sweep file's plot.x, else the first axis other than seed and transports)")
+	quiet := fs.Bool("quiet", false, "print only errors and the missing and failed cells")
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one output directory (the --out of mrc sweep run), got %d arguments", len(pos))
+	}
+	dir := pos[0]
+	t, err := sweep.Collect(dir)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *metric == "" {
+		*metric = t.DefaultMetric()
+	}
+	if *x == "" {
+		*x = t.DefaultX()
+	}
+	for _, w := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"results.csv", t.WriteCSV}, {"results.json", t.WriteJSON}} {
+		f, err := report.CreateFile(filepath.Join(dir, w.name))
+		if err != nil {
+			return err
+		}
+		if err := w.write(f); err != nil {
+			f.Abort()
+			return err
+		}
+		if err := f.Commit(); err != nil {
+			return err
 		}
 	}
-	return out
+	bp, err := t.BandPlot(*metric, *x)
+	var plots []string
+	if err == nil {
+		plots, err = report.WriteFiles(filepath.Join(dir, "plots"), func(tmp string) ([]string, error) {
+			return bp.Write(tmp, *metric+"-by-"+fileSafe(*x))
+		})
+	}
+	if err != nil && (set(fs, "metric") || set(fs, "x")) {
+		return usagef("%v", err)
+	}
+	done := t.Cells - len(t.Missing) - len(t.Failed)
+	if !*quiet {
+		fmt.Fprintf(stdout, "%s: %d of %d cells collected, %d rows: %s, %s\n", t.Sweep, done, t.Cells, len(t.Rows),
+			filepath.Join(dir, "results.csv"), filepath.Join(dir, "results.json"))
+		if len(plots) > 0 {
+			fmt.Fprintf(stdout, "plot: %s by %s: %s\n", *metric, *x, strings.Join(plots, ", "))
+		} else if err != nil {
+			fmt.Fprintf(stdout, "no plot: %v\n", err)
+		}
+	}
+	for _, f := range t.Failed {
+		fmt.Fprintf(stdout, "  failed: cell %s: %s\n", f.Cell.ID, f.Err)
+	}
+	if n := len(t.Missing); n > 0 {
+		fmt.Fprintf(stdout, "  missing: %d cells: %s\n", n, abbreviate(t.Missing, 20))
+	}
+	if done == 0 {
+		return exitError{code: 1, msg: "no cell has finished"}
+	}
+	return nil
 }
 
-func sweepCollect(args []string, stdout, stderr io.Writer) error {
-	return usagef("collect: not yet")
+// set reports whether flag name was given.
+func set(fs *flagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// abbreviate joins the first n items, then says how many more.
+func abbreviate(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, " ")
+	}
+	return strings.Join(items[:n], " ") + fmt.Sprintf(" … (%d more)", len(items)-n)
+}
+
+// fileSafe makes an axis path fit a file name: failures[0].count →
+// failures0.count.
+func fileSafe(s string) string {
+	return strings.NewReplacer("[", "", "]", "", "/", "_").Replace(s)
 }
 
 func sweepSlurm(args []string, stdout, stderr io.Writer) error {

@@ -124,12 +124,15 @@ func Collect(dir string) (*Table, error) {
 					} `json:"report"`
 				}
 				data, err := os.ReadFile(CellPath(dir, Cell{ID: mc.ID}))
-				if errors.Is(err, fs.ErrNotExist) {
-					o.missing = true
+				if err != nil {
 					if fdata, ferr := os.ReadFile(failedPath(dir, Cell{ID: mc.ID})); ferr == nil && json.Unmarshal(fdata, &cf) == nil {
 						o.failed = cf.Error
+						continue
 					}
-					continue
+					if errors.Is(err, fs.ErrNotExist) {
+						o.missing = true
+						continue
+					}
 				}
 				if err == nil {
 					err = json.Unmarshal(data, &cf)

@@ -69,10 +69,11 @@ func failedPath(dir string, c Cell) string {
 	return filepath.Join(dir, cellsDir, c.ID+failedSuffix)
 }
 
-// Finished reports whether cell c has its result in dir.
+// Finished reports whether cell c has its result in dir (a regular
+// file: cells are written atomically, so one that exists is whole).
 func Finished(dir string, c Cell) bool {
-	_, err := os.Stat(CellPath(dir, c))
-	return err == nil
+	fi, err := os.Stat(CellPath(dir, c))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // Prepare readies dir for the sweep's cells: it creates dir/cells,

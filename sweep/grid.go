@@ -170,12 +170,8 @@ func (sw *Sweep) cellError(c Cell, axes []int, msg string) error {
 // Validate checks every cell, before anything runs, and returns the
 // first cell's error.
 func (sw *Sweep) Validate() error {
-	for i := range sw.nCells {
-		if _, err := sw.Plan(sw.Cell(i), scenario.Overrides{Workers: 1}); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := sw.Check()
+	return err
 }
 
 // set puts a copy of val at the key path segs of the document root,

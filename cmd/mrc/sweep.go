@@ -316,5 +316,94 @@ func fileSafe(s string) string {
 }
 
 func sweepSlurm(args []string, stdout, stderr io.Writer) error {
-	return usagef("slurm: not yet")
+	fs := newFlagSet("sweep slurm", "FILE --out DIR [--partition P --time T --mem M --cpus C --max-parallel K] [--dry-run]", stderr)
+	out := fs.String("out", "", "the output `DIR`, on a file system the cluster's nodes share (required)")
+	partition := fs.String("partition", "", "the Slurm partition (default: the cluster's)")
+	tm := fs.String("time", "", "each task's time limit, in Slurm's format: minutes, H:MM:SS, D-HH (default: from the largest cell, docs/sweep.md)")
+	mem := fs.String("mem", "", "each task's memory, e.g. 4G (default: from the largest cell, docs/sweep.md)")
+	cpus := fs.Int("cpus", 1, "CPUs per task: the cell's worker goroutines")
+	maxParallel := fs.Int("max-parallel", 0, "at most `K` tasks at once (the array's %K; default: no bound)")
+	dryRun := fs.Bool("dry-run", false, "write the script and print it; do not submit it")
+	force := fs.Bool("force", false, "allow a grid of more than 100,000 cells")
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *cpus < 1:
+		return usagef("--cpus %d: want 1 or more", *cpus)
+	case *maxParallel < 0:
+		return usagef("--max-parallel %d: want 1 or more", *maxParallel)
+	case *out == "":
+		return usagef("--out DIR is required: where the cells' results go")
+	}
+	sw, err := loadSweep(pos, *force)
+	if err != nil {
+		return err
+	}
+	res, err := sw.Check()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if err := sw.Prepare(*out); err != nil {
+		return usagef("%v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	o := sweep.SlurmOptions{Exe: exe, File: abs(pos[0]), Dir: abs(*out), Partition: *partition, Time: *tm, Mem: *mem,
+		CPUs: *cpus, MaxParallel: *maxParallel, Force: *force}
+	script := sw.SlurmScript(o, res)
+	if err := os.MkdirAll(filepath.Join(*out, "slurm"), 0o755); err != nil {
+		return usagef("--out: %v", err)
+	}
+	f, err := report.CreateFile(sweep.ScriptPath(*out))
+	if err != nil {
+		return usagef("--out: %v", err)
+	}
+	if _, err := io.WriteString(f, script); err != nil {
+		f.Abort()
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	memS, timeS := *mem, *tm
+	if memS == "" {
+		memS = fmt.Sprintf("%d MiB", res.MemMiB)
+	}
+	if timeS == "" {
+		timeS = fmt.Sprintf("%d min", res.Minutes)
+	}
+	fmt.Fprintf(stdout, "%s: %d cells as a Slurm job array; each task %d CPU, %s memory, %s (the largest cell: %s NIC ports × %d transports; docs/sweep.md)\n",
+		sw.Name, sw.Len(), *cpus, memS, timeS, report.Count(res.Ports), res.Transports)
+	fmt.Fprintf(stdout, "wrote %s\n", sweep.ScriptPath(*out))
+	if *dryRun {
+		fmt.Fprint(stdout, script)
+		return nil
+	}
+	sbatch, err := exec.LookPath("sbatch")
+	if err != nil {
+		return exitError{code: 1, msg: "sbatch not found on PATH: is this a Slurm cluster's login node? (--dry-run writes the script without submitting it)"}
+	}
+	var sout, serr strings.Builder
+	cmd := exec.Command(sbatch, "--parsable", sweep.ScriptPath(*out))
+	cmd.Stdout, cmd.Stderr = &sout, &serr
+	if err := cmd.Run(); err != nil {
+		msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(serr.String()), "\n", " ; ")), " ")
+		if msg == "" {
+			msg = err.Error()
+		}
+		return exitError{code: 1, msg: "sbatch refused the job: " + msg}
+	}
+	job, _, _ := strings.Cut(strings.TrimSpace(sout.String()), ";")
+	fmt.Fprintf(stdout, "submitted job %s: squeue -j %s shows it; then mrc sweep collect %s\n", job, job, *out)
+	return nil
 }

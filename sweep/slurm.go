@@ -1,0 +1,111 @@
+package sweep
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/openmrc/mrc/scenario"
+)
+
+// Resources are what the largest cell needs, by the rule of
+// docs/sweep.md: memory 512 MiB plus 16 KiB per NIC port (hosts ×
+// planes), rounded up to 256 MiB; time 10 minutes plus a minute per
+// 60,000 NIC ports per transport.
+type Resources struct {
+	Ports      int // NIC ports of the largest cell
+	Transports int // transports of that cell
+	MemMiB     int
+	Minutes    int
+}
+
+// ResourcesFor applies the rule to a cell of ports NIC ports running
+// transports transports.
+func ResourcesFor(ports, transports int) Resources {
+	mem := 512 + (ports+63)/64
+	mem = (mem + 255) / 256 * 256
+	minutes := 10 + (transports*ports+59_999)/60_000
+	return Resources{Ports: ports, Transports: transports, MemMiB: mem, Minutes: minutes}
+}
+
+// Check checks every cell, before anything runs (the first cell's error
+// is returned), and returns the resources the most demanding one needs.
+func (sw *Sweep) Check() (Resources, error) {
+	var r Resources
+	for i := range sw.nCells {
+		p, err := sw.Plan(sw.Cell(i), scenario.Overrides{Workers: 1})
+		if err != nil {
+			return r, err
+		}
+		c := ResourcesFor(p.Topology.Hosts*p.Topology.Planes, len(p.Runs))
+		if c.Ports*c.Transports > r.Ports*r.Transports {
+			r.Ports, r.Transports = c.Ports, c.Transports
+		}
+		r.MemMiB, r.Minutes = max(r.MemMiB, c.MemMiB), max(r.Minutes, c.Minutes)
+	}
+	return r, nil
+}
+
+// SlurmOptions say how the job array's tasks run.
+type SlurmOptions struct {
+	// Exe is the mrc binary, File the sweep file and Dir the output
+	// directory, as the cluster's nodes see them (absolute paths).
+	Exe, File, Dir string
+	// Partition, Time (Slurm's format: minutes, H:MM:SS, D-HH) and Mem
+	// (e.g. 4G) are passed to sbatch; "" leaves the partition to
+	// Slurm and takes Time and Mem from Resources.
+	Partition, Time, Mem string
+	// CPUs per task: the cell's worker goroutines.
+	CPUs int
+	// MaxParallel bounds the tasks running at once (the array's %K); 0:
+	// no bound.
+	MaxParallel int
+	Force       bool
+}
+
+// ScriptPath returns where Slurm writes the job script in dir.
+func ScriptPath(dir string) string { return filepath.Join(dir, "sweep.sbatch") }
+
+// SlurmScript returns an sbatch script for a job array of one task per
+// cell: task i runs `mrc sweep cell FILE --out DIR --index i`. Each
+// task's output goes to DIR/slurm/JOB_TASK.out.
+func (sw *Sweep) SlurmScript(o SlurmOptions, r Resources) string {
+	array := fmt.Sprintf("0-%d", sw.nCells-1)
+	if o.MaxParallel > 0 {
+		array += "%" + strconv.Itoa(o.MaxParallel)
+	}
+	mem, tm := o.Mem, o.Time
+	if mem == "" {
+		mem = strconv.Itoa(r.MemMiB) + "M"
+	}
+	if tm == "" {
+		tm = fmt.Sprintf("%d:%02d:00", r.Minutes/60, r.Minutes%60)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# mrc sweep %s: %d cells of %s (sweep hash %.12s), written by mrc sweep slurm.\n", sw.Name, sw.nCells, sw.File, sw.Hash)
+	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellWord("mrc-sweep-"+sw.Name))
+	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
+	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", o.CPUs)
+	fmt.Fprintf(&b, "#SBATCH --mem=%s\n", mem)
+	fmt.Fprintf(&b, "#SBATCH --time=%s\n", tm)
+	if o.Partition != "" {
+		fmt.Fprintf(&b, "#SBATCH --partition=%s\n", o.Partition)
+	}
+	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(o.Dir, "slurm", "%A_%a.out"))
+	force := ""
+	if o.Force {
+		force = " --force"
+	}
+	fmt.Fprintf(&b, "exec %s sweep cell %s --out %s --index \"$SLURM_ARRAY_TASK_ID\" --workers %d%s\n",
+		shellWord(o.Exe), shellWord(o.File), shellWord(o.Dir), o.CPUs, force)
+	return b.String()
+}
+
+// shellWord quotes s for sh when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=:,%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -29,8 +29,9 @@ import (
 // MaxCells is the largest grid a sweep may have without Force.
 const MaxCells = 100_000
 
-// maxRange bounds an A..B range, so that a typo cannot ask for billions.
-const maxRange = 1_000_000
+// maxRange bounds an A..B range, so that a typo cannot ask for billions:
+// no axis has more values than a grid may have cells.
+const maxRange = MaxCells
 
 // Error is a problem with a sweep file: one line naming the file and,
 // where there is one, the line.
@@ -398,27 +399,49 @@ func parsePath(p string) []segment {
 
 // Label says a value in one word: a scalar as written, a list as its
 // items joined by "+" ([mrc, roce] → "mrc+roce"), a mapping as flow
-// YAML.
+// YAML; cut short (…) beyond 200 bytes.
 func Label(n *yaml.Node) string {
+	var b strings.Builder
+	label(&b, n)
+	if b.Len() > maxLabel {
+		return b.String()[:maxLabel] + "…"
+	}
+	return b.String()
+}
+
+const maxLabel = 200
+
+// label writes n's label to b, stopping once b is longer than maxLabel
+// (aliases can make a small document a huge tree).
+func label(b *strings.Builder, n *yaml.Node) {
+	if b.Len() > maxLabel {
+		return
+	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return n.Value
+		b.WriteString(n.Value)
 	case yaml.SequenceNode:
-		var parts []string
-		for _, e := range n.Content {
-			parts = append(parts, Label(e))
+		for i, e := range n.Content {
+			if i > 0 {
+				b.WriteByte('+')
+			}
+			label(b, e)
 		}
-		return strings.Join(parts, "+")
 	case yaml.AliasNode:
 		if n.Alias != nil {
-			return Label(n.Alias)
+			label(b, n.Alias)
 		}
+	default:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(n.Content[i].Value + ":")
+			label(b, n.Content[i+1])
+		}
+		b.WriteByte('}')
 	}
-	var parts []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		parts = append(parts, n.Content[i].Value+":"+Label(n.Content[i+1]))
-	}
-	return "{" + strings.Join(parts, ",") + "}"
 }
 
 func kindName(n *yaml.Node) string {

@@ -375,11 +375,11 @@ func sweepSlurm(args []string, stdout, stderr io.Writer) error {
 	if err := f.Commit(); err != nil {
 		return err
 	}
-	memS, timeS := *mem, *tm
+	memS, timeS := *mem, "time limit "+*tm
 	if memS == "" {
 		memS = fmt.Sprintf("%d MiB", res.MemMiB)
 	}
-	if timeS == "" {
+	if *tm == "" {
 		timeS = fmt.Sprintf("%d min", res.Minutes)
 	}
 	fmt.Fprintf(stdout, "%s: %d cells as a Slurm job array; each task %d CPU, %s memory, %s (the largest cell: %s NIC ports × %d transports; docs/sweep.md)\n",

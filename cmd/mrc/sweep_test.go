@@ -382,3 +382,72 @@ func runMRCEnv(t *testing.T, env []string, args ...string) (string, string, int)
 	}
 	return "", "", -1
 }
+
+// TestSweepSlurm submits an 8-cell sweep to a real Slurm cluster (the
+// one .ci/slurm-up starts: SLURM_CONF names its configuration) with mrc
+// sweep slurm, waits for the job array (at most 5 minutes), collects it,
+// and checks that every cell's result is the one mrc sweep run gives.
+// Without sbatch it skips, unless MRC_REQUIRE_SLURM=1 (CI).
+func TestSweepSlurm(t *testing.T) {
+	if _, err := exec.LookPath("sbatch"); err != nil {
+		msg := "sbatch not on PATH: no Slurm cluster (.ci/slurm-up starts one)"
+		if os.Getenv("MRC_REQUIRE_SLURM") == "1" {
+			t.Fatal(msg + ", and MRC_REQUIRE_SLURM=1")
+		}
+		t.Skip(msg)
+	}
+	file := writeSweepFiles(t, "base: small.yaml\naxes:\n  topology.planes: [1, 2]\n  seed: 1..4\n")
+	slurmOut := filepath.Join(t.TempDir(), "slurm")
+	stdout, stderr, code := runMRC(t, "sweep", "slurm", file, "--out", slurmOut, "--max-parallel", "2", "--mem", "512M", "--time", "5")
+	if code != 0 {
+		t.Fatalf("mrc sweep slurm: exit %d: %s%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`submitted job (\d+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no job id in %q", stdout)
+	}
+	job := m[1]
+	t.Logf("%s", stdout)
+
+	// Meanwhile, the same sweep here.
+	localOut := filepath.Join(t.TempDir(), "local")
+	if _, stderr, code := runMRC(t, "sweep", "run", file, "--out", localOut, "--jobs", "1"); code != 0 {
+		t.Fatalf("mrc sweep run: exit %d: %s", code, stderr)
+	}
+
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		q, err := exec.Command("squeue", "-h", "-j", job, "-o", "%i %T").CombinedOutput()
+		if err != nil && !strings.Contains(string(q), "Invalid job id") {
+			t.Fatalf("squeue: %v: %s", err, q)
+		}
+		if strings.TrimSpace(string(q)) == "" || strings.Contains(string(q), "Invalid job id") {
+			break
+		}
+		if time.Now().After(deadline) {
+			exec.Command("scancel", job).Run()
+			t.Fatalf("job %s not done after 5 minutes:\n%s", job, q)
+		}
+		time.Sleep(time.Second)
+	}
+	if acct, err := exec.Command("sacct", "-c", "-j", job).CombinedOutput(); err == nil {
+		t.Logf("sacct -c -j %s:\n%s", job, acct)
+	}
+	stdout, stderr, code = runMRC(t, "sweep", "collect", slurmOut)
+	if code != 0 || !strings.Contains(stdout, "8 of 8 cells collected, 16 rows") {
+		logs, _ := filepath.Glob(filepath.Join(slurmOut, "slurm", "*.out"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			t.Logf("%s: %s", l, data)
+		}
+		t.Fatalf("collect: exit %d: %s%s", code, stdout, stderr)
+	}
+	for i := range 8 {
+		name := fmt.Sprintf("%04d.json", i)
+		a := cellReport(t, filepath.Join(slurmOut, "cells", name))
+		b := cellReport(t, filepath.Join(localOut, "cells", name))
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("cell %s: the Slurm task's result differs from mrc sweep run's", name)
+		}
+	}
+}

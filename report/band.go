@@ -3,8 +3,10 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -17,7 +19,10 @@ type BandPlot struct {
 	// XNames, when set, label the x positions 0, 1, … (a parameter
 	// whose values are not numbers).
 	XNames []string
-	Series []BandSeries
+	// YNanoseconds says the values are times in ns: the axis shows them
+	// in µs, ms or s.
+	YNanoseconds bool
+	Series       []BandSeries
 }
 
 // BandSeries is one line of a BandPlot: at each X, the median Mid and
@@ -29,16 +34,51 @@ type BandSeries struct {
 	Repetitions int // the values behind each point (at most), for the legend
 }
 
+// scaled returns s with its values multiplied by f.
+func (s BandSeries) scaled(f float64) BandSeries {
+	mul := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = x * f
+		}
+		return out
+	}
+	s.Mid, s.Lo, s.Hi = mul(s.Mid), mul(s.Lo), mul(s.Hi)
+	return s
+}
+
 // Write writes the plot into dir as NAME.png and NAME.svg and returns
 // their paths.
 func (b *BandPlot) Write(dir, name string) ([]string, error) {
 	var r Report
-	p := r.newPlot(b.Title, b.XLabel, b.YLabel)
+	yLabel, scale := b.YLabel, 1.0
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range b.Series {
+		for j := range s.X {
+			lo, hi = min(lo, s.Lo[j]), max(hi, s.Hi[j])
+		}
+	}
+	if b.YNanoseconds {
+		u := timeUnit(hi / 1e3)
+		scale = 1 / (1e3 * u.div)
+		yLabel += " (" + u.name + ")"
+	}
+	// A log axis when the values span more than 50×.
+	logY := lo > 0 && hi/lo > 50
+	if logY {
+		yLabel += ", log scale"
+	}
+	p := r.newPlot(b.Title, b.XLabel, yLabel)
 	if b.XNames != nil {
 		p.NominalX(b.XNames...)
 		p.X.Label.Text = b.XLabel
 	}
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
 	for i, s := range b.Series {
+		s = s.scaled(scale)
 		style := seriesStyle(i)
 		if len(s.X) > 1 {
 			var poly plotter.XYs

@@ -282,8 +282,8 @@ func (t *Table) DefaultMetric() string {
 }
 
 // BandPlot draws metric against axis x: one line per transport (and per
-// value of the axes other than x and seed), the median over seeds with
-// their min–max as a band.
+// value of the axes other than x, seed and those of the transports), the
+// median over seeds with their min–max as a band.
 func (t *Table) BandPlot(metric, x string) (*report.BandPlot, error) {
 	mi := slices.Index(Metrics, metric)
 	if mi < 0 {
@@ -323,7 +323,7 @@ func (t *Table) BandPlot(metric, x string) (*report.BandPlot, error) {
 		}
 		label := r.Transport
 		for a, val := range r.Values {
-			if a != xi && t.Axes[a] != seedAxis && t.Axes[a] != "transports" {
+			if a != xi && t.Axes[a] != seedAxis && !strings.HasPrefix(t.Axes[a], "transports") {
 				label += ", " + t.Axes[a] + "=" + val
 			}
 		}
@@ -338,7 +338,8 @@ func (t *Table) BandPlot(metric, x string) (*report.BandPlot, error) {
 		p := pos(r.Values[xi])
 		groups[label][p] = append(groups[label][p], v)
 	}
-	bp := &report.BandPlot{Title: fmt.Sprintf("%s: %s by %s", t.Sweep, metric, x), XLabel: x, YLabel: metric}
+	bp := &report.BandPlot{Title: fmt.Sprintf("%s: %s by %s", t.Sweep, metric, x), XLabel: x, YLabel: metric,
+		YNanoseconds: strings.HasSuffix(metric, "_ns")}
 	if !numeric {
 		bp.XNames = names
 	}

@@ -11,7 +11,7 @@ import (
 // or gives a grid of 1..MaxCells cells whose every axis has values and
 // whose cells' value indexes are in range.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob("../examples/*sweep*.yaml")
+	files, _ := filepath.Glob("../examples/sweeps/*.yaml")
 	files = append(files, "testdata/grid.yaml")
 	for _, file := range files {
 		if b, err := os.ReadFile(file); err == nil {

@@ -219,3 +219,22 @@ func TestHash(t *testing.T) {
 		t.Fatalf("hashes %s %s %s", a.Hash, b.Hash, c.Hash)
 	}
 }
+
+// TestExamples: every sweep in examples/sweeps loads, and its every cell
+// is a valid scenario.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../examples/sweeps/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		sw, err := Load(f, Options{})
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if err := sw.Validate(); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}

@@ -238,3 +238,46 @@ func TestExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestSet: an override replaces a value, a list or a mapping, adds a
+// missing key (and its missing parents), and refuses a missing list
+// entry or a path through a value.
+func TestSet(t *testing.T) {
+	sw := mustLoad(t, `base: small.yaml
+axes:
+  failures: [[], [{kind: switch_down, element: t1-p0-1, at: 1us}, {kind: link_down, element: random:t0-t1, count: 3, at: 2us}]]
+  transports: [[{name: wide, base: mrc, ev: {active_per_plane: 32}}]]
+  queues.trim_at: [8KiB]
+  sim.host_groups: [1]
+`)
+	p, err := sw.Plan(sw.Cell(1), scenario.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Scenario
+	if len(s.Failures) != 2 || s.Failures[0].Kind != "switch_down" || s.Failures[1].Count != 3 {
+		t.Errorf("failures %+v", s.Failures)
+	}
+	if len(s.Transports) != 1 || s.Transports[0].Name != "wide" || s.Transports[0].EV.ActivePerPlane != 32 {
+		t.Errorf("transports %+v", s.Transports)
+	}
+	if s.Queues.TrimAt != 8<<10 || s.Sim.HostGroups != 1 || s.Topology.Hosts != 16 {
+		t.Errorf("queues %+v, sim %+v, topology %+v", s.Queues, s.Sim, s.Topology)
+	}
+	p, err = sw.Plan(sw.Cell(0), scenario.Overrides{})
+	if err != nil || len(p.Scenario.Failures) != 0 {
+		t.Errorf("failures: [] gives %v, %v", p, err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"workload[1].size", `workload\[1\]: the base scenario's workload is not a list`},
+		{"failures[1].count", `failures\[1\]: the base scenario's list has 1 entries`},
+		{"topology.hosts.count", `topology.hosts.count: the base scenario's topology.hosts is not a mapping`},
+		{"outputs.capture[0]", `outputs.capture: the base scenario has no outputs.capture to index`},
+	} {
+		sw := mustLoad(t, "base: small.yaml\naxes:\n  "+tc.path+": [1]\n")
+		_, err := sw.Plan(sw.Cell(0), scenario.Overrides{})
+		if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func prepare(sw *sweep.Sweep, out string) error {
 func sweepRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sweep run", "FILE --out DIR [--jobs N]", stderr)
 	out := fs.String("out", "", "write the cells' results to `DIR`/cells (required)")
-	jobs := fs.Int("jobs", runtime.NumCPU(), "cells to run at once")
+	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "cells to run at once (default: the CPUs)")
 	workers := fs.Int("workers", 0, "worker goroutines per cell (default: the CPUs divided by --jobs, at least 1)")
 	force := fs.Bool("force", false, "allow a grid of more than 100,000 cells")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal), on, off")
@@ -116,7 +116,7 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 		return usagef("--progress %q: want auto, on or off", *progress)
 	}
 	if *workers == 0 {
-		*workers = max(1, runtime.NumCPU() / *jobs)
+		*workers = max(1, runtime.GOMAXPROCS(0) / *jobs)
 	}
 	sw, err := loadSweep(pos, *force)
 	if err != nil {

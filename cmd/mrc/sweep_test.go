@@ -431,8 +431,12 @@ func TestSweepSlurm(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	if acct, err := exec.Command("sacct", "-c", "-j", job).CombinedOutput(); err == nil {
-		t.Logf("sacct -c -j %s:\n%s", job, acct)
+	// The accounting of the array's tasks, from the job completion log
+	// (the one-node cluster has no accounting database): the tasks get
+	// job ids of their own, the last being the array's.
+	if acct, err := exec.Command("sacct", "-c", "-o", "JobID,JobName%20,State,Start,End,ExitCode").Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(acct)), "\n")
+		t.Logf("job %s, sacct -c (the last 8 tasks):\n%s\n%s", job, strings.Join(lines[:min(2, len(lines))], "\n"), strings.Join(lines[max(2, len(lines)-8):], "\n"))
 	}
 	stdout, stderr, code = runMRC(t, "sweep", "collect", slurmOut)
 	if code != 0 || !strings.Contains(stdout, "8 of 8 cells collected, 16 rows") {

@@ -1,11 +1,16 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/openmrc/mrc/report"
 	"github.com/openmrc/mrc/scenario"
 )
 
@@ -108,4 +113,45 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WriteSlurmScript writes SlurmScript's script to ScriptPath(o.Dir)
+// atomically, creates the directory of the tasks' output, and returns
+// the script.
+func (sw *Sweep) WriteSlurmScript(o SlurmOptions, r Resources) (string, error) {
+	script := sw.SlurmScript(o, r)
+	if err := os.MkdirAll(filepath.Join(o.Dir, "slurm"), 0o755); err != nil {
+		return "", unwrap(err)
+	}
+	f, err := report.CreateFile(ScriptPath(o.Dir))
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(f, script); err != nil {
+		f.Abort()
+		return "", err
+	}
+	return script, f.Commit()
+}
+
+// Submit submits a job script with sbatch and returns the job's id. An
+// sbatch missing from PATH, or refusing the job, is an error carrying
+// the scheduler's message in one line.
+func Submit(script string) (string, error) {
+	sbatch, err := exec.LookPath("sbatch")
+	if err != nil {
+		return "", errors.New("sbatch not found on PATH: is this a Slurm cluster's login node? (--dry-run writes the script without submitting it)")
+	}
+	var sout, serr strings.Builder
+	cmd := exec.Command(sbatch, "--parsable", script)
+	cmd.Stdout, cmd.Stderr = &sout, &serr
+	if err := cmd.Run(); err != nil {
+		msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(serr.String()), "\n", " ; ")), " ")
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", errors.New("sbatch refused the job: " + msg)
+	}
+	job, _, _ := strings.Cut(strings.TrimSpace(sout.String()), ";") // "ID" or "ID;CLUSTER"
+	return job, nil
 }

@@ -360,20 +360,9 @@ func sweepSlurm(args []string, stdout, stderr io.Writer) error {
 	}
 	o := sweep.SlurmOptions{Exe: exe, File: abs(pos[0]), Dir: abs(*out), Partition: *partition, Time: *tm, Mem: *mem,
 		CPUs: *cpus, MaxParallel: *maxParallel, Force: *force}
-	script := sw.SlurmScript(o, res)
-	if err := os.MkdirAll(filepath.Join(*out, "slurm"), 0o755); err != nil {
-		return usagef("--out: %v", err)
-	}
-	f, err := report.CreateFile(sweep.ScriptPath(*out))
+	script, err := sw.WriteSlurmScript(o, res)
 	if err != nil {
 		return usagef("--out: %v", err)
-	}
-	if _, err := io.WriteString(f, script); err != nil {
-		f.Abort()
-		return err
-	}
-	if err := f.Commit(); err != nil {
-		return err
 	}
 	memS, timeS := *mem, "time limit "+*tm
 	if memS == "" {
@@ -389,21 +378,10 @@ func sweepSlurm(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, script)
 		return nil
 	}
-	sbatch, err := exec.LookPath("sbatch")
+	job, err := sweep.Submit(sweep.ScriptPath(*out))
 	if err != nil {
-		return exitError{code: 1, msg: "sbatch not found on PATH: is this a Slurm cluster's login node? (--dry-run writes the script without submitting it)"}
+		return exitError{code: 1, msg: err.Error()}
 	}
-	var sout, serr strings.Builder
-	cmd := exec.Command(sbatch, "--parsable", sweep.ScriptPath(*out))
-	cmd.Stdout, cmd.Stderr = &sout, &serr
-	if err := cmd.Run(); err != nil {
-		msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(serr.String()), "\n", " ; ")), " ")
-		if msg == "" {
-			msg = err.Error()
-		}
-		return exitError{code: 1, msg: "sbatch refused the job: " + msg}
-	}
-	job, _, _ := strings.Cut(strings.TrimSpace(sout.String()), ";")
 	fmt.Fprintf(stdout, "submitted job %s: squeue -j %s shows it; then mrc sweep collect %s\n", job, job, *out)
 	return nil
 }

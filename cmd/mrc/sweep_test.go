@@ -390,12 +390,17 @@ func runMRCEnv(t *testing.T, env []string, args ...string) (string, string, int)
 // and checks that every cell's result is the one mrc sweep run gives.
 // Without sbatch it skips, unless MRC_REQUIRE_SLURM=1 (CI).
 func TestSweepSlurm(t *testing.T) {
-	if _, err := exec.LookPath("sbatch"); err != nil {
-		msg := "sbatch not on PATH: no Slurm cluster (.ci/slurm-up starts one)"
+	skip := func(msg string) {
 		if os.Getenv("MRC_REQUIRE_SLURM") == "1" {
 			t.Fatal(msg + ", and MRC_REQUIRE_SLURM=1")
 		}
 		t.Skip(msg)
+	}
+	if _, err := exec.LookPath("sbatch"); err != nil {
+		skip("sbatch not on PATH: no Slurm cluster (.ci/slurm-up starts one)")
+	}
+	if out, err := exec.Command("sinfo", "-h").CombinedOutput(); err != nil {
+		skip(fmt.Sprintf("sbatch is on PATH but no cluster answers (sinfo: %v: %s); .ci/slurm-up starts one and prints the SLURM_CONF to export", err, lastLineOf(string(out))))
 	}
 	file := writeSweepFiles(t, "base: small.yaml\naxes:\n  topology.planes: [1, 2]\n  seed: 1..4\n")
 	slurmOut := filepath.Join(t.TempDir(), "slurm")
@@ -488,4 +493,10 @@ func BenchmarkSweepJobs(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "jobs2/jobs1")
 	b.ReportMetric(serial.Seconds()/float64(len(ratios)), "s-jobs1")
 	b.ReportMetric(parallel.Seconds()/float64(len(ratios)), "s-jobs2")
+}
+
+// lastLineOf returns the last non-empty line of s.
+func lastLineOf(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

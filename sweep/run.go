@@ -134,18 +134,19 @@ func (sw *Sweep) Run(ctx context.Context, dir string, o RunOptions) (*Summary, e
 				report()
 				mu.Unlock()
 				msg := sw.runProcess(ctx, o.Command(c))
-				if msg != "" && ctx.Err() == nil {
+				if msg == "" && !Finished(dir, c) {
+					msg = "the cell's process ended without writing its result"
+				}
+				failed := msg != "" && ctx.Err() == nil // not an interrupted cell
+				if failed {
 					sw.writeFailed(dir, c, msg)
 				}
 				mu.Lock()
 				sum.Running--
 				switch {
-				case msg == "" && Finished(dir, c):
+				case msg == "":
 					sum.Done++
-				case ctx.Err() == nil:
-					if msg == "" {
-						msg = "the cell's process ended without writing its result"
-					}
+				case failed:
 					sum.Failed++
 					sum.Failures = append(sum.Failures, Failure{Cell: c, Err: msg})
 				}

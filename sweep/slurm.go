@@ -72,11 +72,45 @@ type SlurmOptions struct {
 // ScriptPath returns where Slurm writes the job script in dir.
 func ScriptPath(dir string) string { return filepath.Join(dir, "sweep.sbatch") }
 
+// Unfinished returns the indexes of the cells without a result in dir.
+func (sw *Sweep) Unfinished(dir string) []int {
+	var out []int
+	for i := range sw.nCells {
+		if !Finished(dir, sw.Cell(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// indexRanges writes ascending indexes as Slurm's array ranges:
+// [0 1 2 5 7 8] → "0-2,5,7-8".
+func indexRanges(idx []int) string {
+	var parts []string
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(idx[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
 // SlurmScript returns an sbatch script for a job array of one task per
-// cell: task i runs `mrc sweep cell FILE --out DIR --index i`. Each
-// task's output goes to DIR/slurm/JOB_TASK.out.
-func (sw *Sweep) SlurmScript(o SlurmOptions, r Resources) string {
+// cell of cells (ascending indexes; nil: every cell): task i runs `mrc
+// sweep cell FILE --out DIR --index i`. Each task's output goes to
+// DIR/slurm/JOB_TASK.out.
+func (sw *Sweep) SlurmScript(o SlurmOptions, r Resources, cells []int) string {
 	array := fmt.Sprintf("0-%d", sw.nCells-1)
+	if cells != nil {
+		array = indexRanges(cells)
+	}
 	if o.MaxParallel > 0 {
 		array += "%" + strconv.Itoa(o.MaxParallel)
 	}
@@ -88,7 +122,11 @@ func (sw *Sweep) SlurmScript(o SlurmOptions, r Resources) string {
 		tm = fmt.Sprintf("%d:%02d:00", r.Minutes/60, r.Minutes%60)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/sh\n# mrc sweep %s: %d cells of %s (sweep hash %.12s), written by mrc sweep slurm.\n", sw.Name, sw.nCells, sw.File, sw.Hash)
+	n := sw.nCells
+	if cells != nil {
+		n = len(cells)
+	}
+	fmt.Fprintf(&b, "#!/bin/sh\n# mrc sweep %s: %d of the %d cells of %s (sweep hash %.12s), written by mrc sweep slurm.\n", sw.Name, n, sw.nCells, sw.File, sw.Hash)
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellWord("mrc-sweep-"+sw.Name))
 	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
 	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", o.CPUs)
@@ -118,8 +156,8 @@ func shellWord(s string) string {
 // WriteSlurmScript writes SlurmScript's script to ScriptPath(o.Dir)
 // atomically, creates the directory of the tasks' output, and returns
 // the script.
-func (sw *Sweep) WriteSlurmScript(o SlurmOptions, r Resources) (string, error) {
-	script := sw.SlurmScript(o, r)
+func (sw *Sweep) WriteSlurmScript(o SlurmOptions, r Resources, cells []int) (string, error) {
+	script := sw.SlurmScript(o, r, cells)
 	if err := os.MkdirAll(filepath.Join(o.Dir, "slurm"), 0o755); err != nil {
 		return "", unwrap(err)
 	}

@@ -360,7 +360,17 @@ func sweepSlurm(args []string, stdout, stderr io.Writer) error {
 	}
 	o := sweep.SlurmOptions{Exe: exe, File: abs(pos[0]), Dir: abs(*out), Partition: *partition, Time: *tm, Mem: *mem,
 		CPUs: *cpus, MaxParallel: *maxParallel, Force: *force}
-	script, err := sw.WriteSlurmScript(o, res)
+	// Only the cells without a result, as mrc sweep run does.
+	todo := sw.Unfinished(*out)
+	if len(todo) == 0 {
+		fmt.Fprintf(stdout, "%s: all %d cells have their results in %s: nothing to submit (mrc sweep collect %s)\n", sw.Name, sw.Len(), *out, *out)
+		return nil
+	}
+	cells := todo
+	if len(todo) == sw.Len() {
+		cells = nil
+	}
+	script, err := sw.WriteSlurmScript(o, res, cells)
 	if err != nil {
 		return usagef("--out: %v", err)
 	}
@@ -371,8 +381,12 @@ func sweepSlurm(args []string, stdout, stderr io.Writer) error {
 	if *tm == "" {
 		timeS = fmt.Sprintf("%d min", res.Minutes)
 	}
-	fmt.Fprintf(stdout, "%s: %d cells as a Slurm job array; each task %d CPU, %s memory, %s (the largest cell: %s NIC ports × %d transports; docs/sweep.md)\n",
-		sw.Name, sw.Len(), *cpus, memS, timeS, report.Count(res.Ports), res.Transports)
+	what := fmt.Sprintf("%d cells", sw.Len())
+	if cells != nil {
+		what = fmt.Sprintf("%d of %d cells (the others have their results)", len(cells), sw.Len())
+	}
+	fmt.Fprintf(stdout, "%s: %s as a Slurm job array; each task %d CPU, %s memory, %s (the largest cell: %s NIC ports × %d transports; docs/sweep.md)\n",
+		sw.Name, what, *cpus, memS, timeS, report.Count(res.Ports), res.Transports)
 	fmt.Fprintf(stdout, "wrote %s\n", sweep.ScriptPath(*out))
 	if *dryRun {
 		fmt.Fprint(stdout, script)

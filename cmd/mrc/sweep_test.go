@@ -341,6 +341,28 @@ func TestSweepSlurmScript(t *testing.T) {
 			t.Errorf("script lacks %q:\n%s", want, script)
 		}
 	}
+	// Once some cells have their results, the array holds only the others.
+	if _, stderr, code := runMRC(t, "sweep", "cell", file, "--out", out, "--index", "3"); code != 0 {
+		t.Fatalf("cell 3: %s", stderr)
+	}
+	for _, id := range []string{"0000", "0001", "0011"} {
+		os.WriteFile(filepath.Join(out, "cells", id+".json"), []byte("{}"), 0o644)
+	}
+	stdout, _, code = runMRC(t, "sweep", "slurm", file, "--out", out, "--dry-run")
+	if code != 0 || !strings.Contains(stdout, "8 of 12 cells (the others have their results)") || !strings.Contains(stdout, "#SBATCH --array=2,4-10\n") {
+		t.Errorf("with 4 cells done: exit %d, %q", code, stdout)
+	}
+	for _, i := range []string{"02", "04", "05", "06", "07", "08", "09", "10"} {
+		os.WriteFile(filepath.Join(out, "cells", "00"+i+".json"), []byte("{}"), 0o644)
+	}
+	stdout, _, code = runMRC(t, "sweep", "slurm", file, "--out", out)
+	if code != 0 || !strings.Contains(stdout, "all 12 cells have their results") {
+		t.Errorf("with every cell done: exit %d, %q", code, stdout)
+	}
+	for _, i := range []string{"02", "04", "05", "06", "07", "08", "09", "10"} {
+		os.Remove(filepath.Join(out, "cells", "00"+i+".json"))
+	}
+
 	// No sbatch on PATH.
 	empty := t.TempDir()
 	_, stderr, code = runMRCEnv(t, []string{"PATH=" + empty}, "sweep", "slurm", file, "--out", out)

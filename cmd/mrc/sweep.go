@@ -131,6 +131,10 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C ends the process at once
+	}()
 	show := *progress == "on" || *progress == "auto" && isTerminal(stderr)
 	shown := false
 	var last time.Time

@@ -37,11 +37,11 @@ Sweep files and the commands: docs/sweep.md.`
 // runSweep is `mrc sweep`: the logic lives in package sweep; this wires
 // flags to it.
 func runSweep(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		return usagef("want a subcommand: run, cell, collect or slurm (mrc sweep -h)")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintf(stderr, "Usage: mrc sweep %s\n", sweepUsage)
-		if len(args) == 0 {
-			return usagef("want a subcommand: run, cell, collect or slurm")
-		}
 		return errHelp
 	}
 	sub := map[string]func([]string, io.Writer, io.Writer) error{

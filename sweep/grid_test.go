@@ -281,3 +281,20 @@ axes:
 		}
 	}
 }
+
+// TestRelativeInputs: a cell reads the base scenario's input files
+// (htsim's) relative to the base scenario, wherever the sweep file is.
+func TestRelativeInputs(t *testing.T) {
+	base, err := filepath.Abs("../examples/htsim-two-planes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := mustLoad(t, "base: "+base+"\naxes:\n  seed: [1, 2]\n")
+	p, err := sw.Plan(sw.Cell(1), scenario.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Seed != 2 || p.Topology.Planes != 2 || p.Topology.Hosts != 1024 {
+		t.Fatalf("seed %d, %d planes, %d hosts", p.Seed, p.Topology.Planes, p.Topology.Hosts)
+	}
+}

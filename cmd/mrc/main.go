@@ -28,6 +28,7 @@ var commands = []command{
 	{name: "perf", summary: "measure MRC over UDP sockets: an iperf-style server and client", run: runPerf},
 	{name: "plan", summary: "size a multi-plane two-tier fabric against a single-plane three-tier one", run: runPlan},
 	{name: "sim", summary: "simulate MRC and baselines on multi-plane fabrics (built-in scenarios, YAML files, htsim inputs)", run: runSim},
+	{name: "sweep", summary: "run a scenario over a grid of parameters and seeds, locally or as a Slurm job array, and collect the results", run: runSweep},
 	{name: "switch", summary: "a software MRC switch on network interfaces: SRv6 uN, ECMP, ECN, trimming", run: runSwitch},
 	{name: "version", summary: "print the version and VCS revision mrc was built from (also mrc --version)", run: runVersion},
 }

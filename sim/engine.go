@@ -130,12 +130,14 @@ const (
 )
 
 // chunk is a block of packets that never moves once allocated. The pipe
-// links (next, at) live apart from the bytes, so walking a pipe stays in
-// cache.
+// links (next, nextAt) live apart from the bytes, so walking a pipe stays
+// in cache: a packet's slot says both which packet follows it and when
+// that one arrives, so delivering the head never reads the next
+// packet's chunk.
 type chunk struct {
-	pkts [chunkSize]packet
-	next [chunkSize]uint32 // next packet in a link's pipe, or nilPkt
-	at   [chunkSize]Time   // when it reaches the far end of its link
+	pkts   [chunkSize]packet
+	next   [chunkSize]uint32 // next packet in a link's pipe, or nilPkt
+	nextAt [chunkSize]Time   // when next reaches the far end of the link
 }
 
 // pool hands out packets and recycles them. Other partitions read the

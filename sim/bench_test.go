@@ -170,8 +170,9 @@ func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl int32, si int32, 
 
 // BenchmarkSwitchHop measures one switch hop of a data packet: the
 // vswitch's forwarding and queueing (switchRecv), the egress port
-// starting to serialise it (swStart), and its arrival at the far end of
-// the link (arrive, up to the next node). ns/hop.
+// starting to serialise it (swStart), the packet entering the link's pipe
+// and its arrival event leaving the calendar (the next node's work is
+// not counted). ns/hop, no allocations.
 func BenchmarkSwitchHop(b *testing.B) {
 	w, pkt, wl, si, in := firstSwitchPacket(b)
 	s := w.shards[w.sws[si].shard]

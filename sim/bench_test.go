@@ -2,8 +2,11 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/openmrc/mrc/sim/htsim"
 	"github.com/openmrc/mrc/sim/topo"
@@ -93,5 +96,158 @@ func TestHtsimPermutation(t *testing.T) {
 	t.Logf("FCT %+v ns, ideal %d ns, %d events, %.2f s", r.FCT, r.IdealNs, r.Events, r.WallS)
 	if float64(r.FCT.Max) > 1.6*float64(r.IdealNs) {
 		t.Errorf("tail FCT %d ns, more than 1.6 × the ideal %d ns", r.FCT.Max, r.IdealNs)
+	}
+}
+
+// BenchmarkEngineEvent measures the calendar alone: one pop and one push
+// per event, with 4096 events pending spread over the next 10 µs, the
+// way serialisation and propagation spread them. ns/event; no
+// allocations once warmed up.
+func BenchmarkEngineEvent(b *testing.B) {
+	c := newCalendar()
+	var seq uint64
+	x := uint64(1)
+	step := func(now Time) Time { // xorshift: a delay in [0, 10 µs)
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return now + Time(x%10_000_000)
+	}
+	for range 4096 {
+		seq++
+		c.push(event{at: step(0), seq: seq})
+	}
+	for range 100_000 { // warm the buckets up to their working size
+		c.advance(never)
+		e := c.pop()
+		seq++
+		c.push(event{at: step(e.at), seq: seq})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if c.advance(never) == nil {
+			b.Fatal("calendar ran dry")
+		}
+		e := c.pop()
+		seq++
+		c.push(event{at: step(e.at), seq: seq})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/event")
+}
+
+// firstSwitchPacket builds a world and runs it until the first packet
+// reaches a switch; it returns the world, that packet's bytes and wire
+// length, and the switch and port it reaches.
+func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl int32, si int32, in int) {
+	tp, err := topo.Clos2(topo.Clos2Config{Hosts: 64, Planes: 1, T0Down: 8, T0Up: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wk, _ := workload.Permutation(64, 1<<20, 1)
+	w, err = New(Config{Topology: tp, Workload: wk, Transport: MRC(), Seed: 1, SeriesFlows: -1, Workers: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hosts := int32(tp.Hosts)
+	for end := w.lookahead; end < 1_000*w.lookahead; end += w.lookahead {
+		for _, s := range w.shards {
+			s.run(end)
+		}
+		for _, s := range w.shards {
+			s.ingest()
+		}
+		for dl := range w.rx {
+			if h := w.rx[dl].head; h != nilPkt && w.lk[dl].to >= hosts {
+				p := w.shards[0].pkt(h)
+				return w, append([]byte(nil), p.data[:p.n]...), p.wl, w.lk[dl].to - hosts, int(w.lk[dl].toPort)
+			}
+		}
+	}
+	b.Fatal("no packet reached a switch")
+	return
+}
+
+// BenchmarkSwitchHop measures one switch hop of a data packet: the
+// vswitch's forwarding and queueing (switchRecv), the egress port
+// starting to serialise it (swStart), the packet entering the link's pipe
+// and its arrival event leaving the calendar (the next node's work is
+// not counted). ns/hop, no allocations.
+func BenchmarkSwitchHop(b *testing.B) {
+	w, pkt, wl, si, in := firstSwitchPacket(b)
+	s := w.shards[w.sws[si].shard]
+	hosts := int32(w.t.Hosts)
+	// Forget the traffic in flight: an empty queue and empty pipes.
+	s.queue = newCalendar()
+	for dl := range w.rx {
+		w.rx[dl].head, w.rx[dl].tail = nilPkt, nilPkt
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		s.now += 1 << calBits // one calendar bucket later each time
+		h, ok := s.alloc()
+		if !ok {
+			b.Fatal(s.err)
+		}
+		p := s.pkt(h)
+		p.n, p.wl = uint16(copy(p.data[:], pkt)), wl
+		s.switchRecv(si, in, h, p)
+		// The packet is now in the pipe of the egress link: take its
+		// arrival event and deliver it, but stop short of the next node.
+		if s.queue.advance(never) == nil {
+			b.Fatal("the switch sent nothing")
+		}
+		e := s.queue.pop()
+		dl := e.id()
+		w.tx[dl].busyUntil, w.tx[dl].pending = 0, false // idle again
+		r := &w.rx[dl]
+		hh := r.head
+		r.head, r.tail = nilPkt, nilPkt
+		if w.lk[dl].from != hosts+si {
+			b.Fatalf("event on link %d, not out of switch %d", dl, si)
+		}
+		s.release(hh)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/hop")
+}
+
+// BenchmarkMemoryBig builds the 131,072-GPU × 8-plane fabric of
+// --preset big (512-port switches) and the endpoints of its permutation,
+// runs no traffic, and reports the heap it holds per host. -benchtime=1x
+// is enough; skipped under -short.
+func BenchmarkMemoryBig(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds a 131,072-host world")
+	}
+	for _, hosts := range []int{8192, 32768, 131072} {
+		b.Run(fmt.Sprint(hosts), func(b *testing.B) { memoryPerHost(b, hosts) })
+	}
+}
+
+func memoryPerHost(b *testing.B, hosts int) {
+	for b.Loop() {
+		b.StopTimer()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		tp, err := topo.Clos2(topo.Clos2Config{Hosts: hosts, Planes: 8, T0Down: 256, T0Up: 256,
+			HostDelay: 500 * time.Nanosecond, FabricDelay: time.Microsecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wl, _ := workload.Permutation(hosts, 1<<20, 1)
+		w, err := New(Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 1, SeriesFlows: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(w)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(hosts), "B/host")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
+		b.StartTimer()
 	}
 }

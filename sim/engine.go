@@ -1,5 +1,7 @@
 package sim
 
+import "math/bits"
+
 // The discrete-event core: integer picosecond time, a calendar queue of
 // value events ordered by (time, sequence number) with a 4-ary heap for
 // far events, and pools of header-only packets addressed by handle.
@@ -128,12 +130,14 @@ const (
 )
 
 // chunk is a block of packets that never moves once allocated. The pipe
-// links (next, at) live apart from the bytes, so walking a pipe stays in
-// cache.
+// links (next, nextAt) live apart from the bytes, so walking a pipe stays
+// in cache: a packet's slot says both which packet follows it and when
+// that one arrives, so delivering the head never reads the next
+// packet's chunk.
 type chunk struct {
-	pkts [chunkSize]packet
-	next [chunkSize]uint32 // next packet in a link's pipe, or nilPkt
-	at   [chunkSize]Time   // when it reaches the far end of its link
+	pkts   [chunkSize]packet
+	next   [chunkSize]uint32 // next packet in a link's pipe, or nilPkt
+	nextAt [chunkSize]Time   // when next reaches the far end of the link
 }
 
 // pool hands out packets and recycles them. Other partitions read the
@@ -188,13 +192,16 @@ const (
 // (time, sequence) when the clock reaches it, and a heap for events
 // beyond the ring. Events cluster a few microseconds ahead of now
 // (serialisation and propagation), so most pushes are an append and most
-// pops read memory in order.
+// pops read memory in order. A bitmap of the slots holding events lets
+// the clock jump over empty buckets: a quiet stretch (an incast's idle
+// links) costs a few word tests, not a visit to every bucket.
 type calendar struct {
 	buckets [][]event // calSize rings of events
 	head    []int32   // consumed prefix of each sorted bucket
 	sorted  []bool
-	cur     int64 // lowest bucket that may hold events
-	n       int   // events in the ring
+	busy    [calSize / 64]uint64 // slot i holds events (consumed or not): bit i
+	cur     int64                // lowest bucket that may hold events
+	n       int                  // events in the ring
 	far     evHeap
 }
 
@@ -228,6 +235,7 @@ func (c *calendar) push(e event) {
 	}
 	i := b & calMask
 	c.n++
+	c.busy[i>>6] |= 1 << (i & 63)
 	if !c.sorted[i] {
 		c.buckets[i] = append(c.buckets[i], e)
 		return
@@ -277,9 +285,34 @@ func (c *calendar) advance(limit Time) *event {
 			bk = nil // a burst: let it go rather than hold it for ever
 		}
 		c.buckets[i], c.head[i], c.sorted[i] = bk[:0], 0, false
-		c.cur++
+		c.busy[i>>6] &^= 1 << (i & 63)
+		// Jump to the next bucket holding events, but not past the last
+		// bucket starting at or before limit. Far events all lie beyond
+		// the ring, so none falls between.
+		next := c.nextBusy(c.cur + 1)
+		if next < 0 {
+			next = c.cur + 1 // cannot happen: the ring holds c.n > 0 events
+		}
+		c.cur = min(next, limit>>calBits)
 		c.migrate()
 	}
+}
+
+// nextBusy returns the first bucket from b on, inside the ring, whose
+// slot holds events, or -1.
+func (c *calendar) nextBusy(b int64) int64 {
+	end := c.cur + calSize
+	for b < end {
+		i := b & calMask
+		if w := c.busy[i>>6] >> (i & 63); w != 0 {
+			if nb := b + int64(bits.TrailingZeros64(w)); nb < end {
+				return nb
+			}
+			return -1
+		}
+		b += 64 - i&63
+	}
+	return -1
 }
 
 // migrate moves far events that now fall inside the ring into it.
@@ -307,7 +340,7 @@ func (c *calendar) min() Time {
 	if c.n == 0 {
 		return t
 	}
-	for b := c.cur; b < c.cur+calSize; b++ {
+	for b := c.nextBusy(c.cur); b >= 0; b = c.nextBusy(b + 1) {
 		i := b & calMask
 		bk := c.buckets[i]
 		if int(c.head[i]) >= len(bk) {

@@ -7,16 +7,15 @@ import "github.com/openmrc/mrc/vswitch"
 
 // enpipe appends packet h to the pipe of directed link dl, arriving at at.
 func (s *shard) enpipe(dl int32, h uint32, at Time) {
-	c := s.chunkOf(h)
-	i := h & (chunkSize - 1)
-	c.at[i], c.next[i] = at, nilPkt
+	s.chunkOf(h).next[h&(chunkSize-1)] = nilPkt
 	r := &s.w.rx[dl]
 	if r.tail == nilPkt {
-		r.head, r.tail = h, h
+		r.head, r.tail, r.headAt = h, h, at
 		s.push(at, evArrive, 0, dl)
 		return
 	}
-	s.chunkOf(r.tail).next[r.tail&(chunkSize-1)] = h
+	tc, ti := s.chunkOf(r.tail), r.tail&(chunkSize-1)
+	tc.next[ti], tc.nextAt[ti] = h, at
 	r.tail = h
 }
 
@@ -40,7 +39,8 @@ func (s *shard) arrive(dl int32) {
 	if r.head == nilPkt {
 		r.tail = nilPkt
 	} else {
-		s.push(s.chunkOf(r.head).at[r.head&(chunkSize-1)], evArrive, 0, dl)
+		r.headAt = c.nextAt[h&(chunkSize-1)]
+		s.push(r.headAt, evArrive, 0, dl)
 	}
 	p := &c.pkts[h&(chunkSize-1)]
 	if !r.up {

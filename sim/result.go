@@ -245,7 +245,7 @@ func (w *World) arriving(dl int32, now Time) (*packet, float64) {
 	p := &c.pkts[h&(chunkSize-1)]
 	payload := p.wl - int32(p.n) - wire.ICRCLen
 	ser := vswitch.SerializationPs(int(p.wl)+w.overhead, w.lk[dl].rate)
-	start := c.at[h&(chunkSize-1)] - ser
+	start := r.headAt - ser
 	if payload <= 0 || ser <= 0 || now <= start {
 		return nil, 0
 	}

@@ -43,11 +43,15 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	smp := w.newSampler()
 	var T Time
 	interrupted, hitStop := false, false
-	w.flushObservations() // what the transports traced while being set up
+	w.flushObservations()                // what the transports traced while being set up
+	nexts := make([]Time, len(w.shards)) // each partition's next event
+	active := make([]int, 0, len(w.shards))
+	var lastEvents uint64 // events in the last window
 	for {
 		next := never
-		for _, s := range w.shards {
-			next = min(next, s.next())
+		for i, s := range w.shards {
+			nexts[i] = s.next()
+			next = min(next, nexts[i])
 		}
 		if next == never {
 			break
@@ -58,12 +62,20 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 		}
 		T = max(T, next)
 		end := min(T+window, stop)
-		w.parallel(func(i int) { w.shards[i].run(end) })
+		// Only partitions with an event in the window run, and only those
+		// sent something take it in: an idle partition costs nothing.
+		active = active[:0]
+		for i, t := range nexts {
+			if t < end {
+				active = append(active, i)
+			}
+		}
+		lastEvents = w.runWindow(active, end, lastEvents >= parallelEvents)
 		if err := w.shardErr(); err != nil {
 			return nil, err
 		}
 		if len(w.shards) > 1 {
-			w.parallel(func(i int) { w.shards[i].ingest() })
+			active = w.ingestAll(active)
 		}
 		T = end
 		smp.maybe(T)
@@ -96,12 +108,13 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	return r, nil
 }
 
-// parallel runs fn(i) for every partition, on up to Workers goroutines.
-func (w *World) parallel(fn func(i int)) {
-	n := len(w.shards)
+// parallel runs fn(i) for every partition i in active, on up to Workers
+// goroutines; on the caller's alone when only one is active.
+func (w *World) parallel(active []int, fn func(i int)) {
+	n := len(active)
 	workers := min(w.cfg.Workers, n)
 	if workers <= 1 {
-		for i := range n {
+		for _, i := range active {
 			fn(i)
 		}
 		return
@@ -110,11 +123,11 @@ func (w *World) parallel(fn func(i int)) {
 	var wg sync.WaitGroup
 	work := func() {
 		for {
-			i := int(next.Add(1) - 1)
-			if i >= n {
+			k := int(next.Add(1) - 1)
+			if k >= n {
 				return
 			}
-			fn(i)
+			fn(active[k])
 		}
 	}
 	wg.Add(workers - 1)
@@ -126,6 +139,54 @@ func (w *World) parallel(fn func(i int)) {
 	}
 	work()
 	wg.Wait()
+}
+
+// parallelEvents is how many events the last window must have held for
+// the next to run its partitions in parallel: waking a worker costs some
+// microseconds, more than a window of a few dozen events saves (an
+// incast's windows mostly hold fewer). Results are the same either way.
+const parallelEvents = 512
+
+// runWindow runs the active partitions up to end, on Workers goroutines
+// if parallel, else on the caller's, and returns how many events they
+// handled.
+func (w *World) runWindow(active []int, end Time, parallel bool) uint64 {
+	before := w.events()
+	if parallel {
+		w.parallel(active, func(i int) { w.shards[i].run(end) })
+	} else {
+		for _, i := range active {
+			w.shards[i].run(end)
+		}
+	}
+	return w.events() - before
+}
+
+// parallelIngest is how many messages the partitions must have to take
+// in before ingesting them is worth waking a worker: below it, the
+// exchange runs on the caller's goroutine.
+const parallelIngest = 4096
+
+// ingestAll has every partition that was sent something take it in
+// (ingest); the partitions are independent there, so doing it serially
+// or in parallel gives the same result. It returns active, reused.
+func (w *World) ingestAll(active []int) []int {
+	active = active[:0]
+	total := 0
+	for i, s := range w.shards {
+		if n := s.inbound(); n > 0 {
+			active = append(active, i)
+			total += n
+		}
+	}
+	if total < parallelIngest {
+		for _, i := range active {
+			w.shards[i].ingest()
+		}
+		return active
+	}
+	w.parallel(active, func(i int) { w.shards[i].ingest() })
+	return active
 }
 
 func (w *World) shardErr() error {

@@ -117,6 +117,17 @@ func (s *shard) ingest() {
 	}
 }
 
+// inbound counts the messages other partitions sent this one, and the
+// packets they hand back to its pool, during the last window: ingest's
+// work.
+func (s *shard) inbound() int {
+	n := 0
+	for _, src := range s.w.shards {
+		n += len(src.out[s.id]) + len(src.remoteFree[s.id])
+	}
+	return n
+}
+
 // pkt returns packet h, wherever its pool is.
 func (s *shard) pkt(h uint32) *packet {
 	c := s.w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]

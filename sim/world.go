@@ -85,6 +85,7 @@ type linkTx struct {
 
 type linkRx struct {
 	head, tail uint32 // pipe of packets in flight
+	headAt     Time   // when the head reaches the far end
 	up         bool
 	fail       int32
 	loss       float64 // lossy link: drop probability

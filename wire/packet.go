@@ -342,7 +342,10 @@ func (p *Packet) Decode(b []byte) error {
 		p.Trimmed = true
 		return nil
 	}
-	if rem < int(p.BTH.PadCnt)+ICRCLen {
+	// The pad count makes payload and pad a multiple of 4 bytes (IBTA):
+	// any other count is malformed, and re-encoding would change the
+	// packet's length.
+	if rem < int(p.BTH.PadCnt)+ICRCLen || pad(rem-int(p.BTH.PadCnt)-ICRCLen) != int(p.BTH.PadCnt) {
 		return ErrInvalid
 	}
 	p.PayloadLen = rem - int(p.BTH.PadCnt) - ICRCLen

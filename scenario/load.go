@@ -64,7 +64,7 @@ func Parse(data []byte, src source, name string) (*Scenario, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := yamlError(err)
+		line, msg := YAMLError(err)
 		return nil, fail(line, "%s", msg)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
@@ -85,7 +85,7 @@ func Parse(data []byte, src source, name string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(s); err != nil {
-		line, msg := yamlError(err)
+		line, msg := YAMLError(err)
 		return nil, fail(line, "%s", msg)
 	}
 	src.root = root
@@ -98,8 +98,10 @@ func Parse(data []byte, src source, name string) (*Scenario, error) {
 
 var yamlLine = regexp.MustCompile(`line (\d+): `)
 
-// yamlError splits a yaml error into a line and a message.
-func yamlError(err error) (int, string) {
+// YAMLError splits an error of the YAML decoder into the line it names
+// (0 if none) and the message without it; package sweep reads its files
+// with it too.
+func YAMLError(err error) (int, string) {
 	msg := err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {

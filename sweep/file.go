@@ -121,7 +121,7 @@ func Parse(data []byte, file string, o Options) (*Sweep, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := yamlError(err)
+		line, msg := scenario.YAMLError(err)
 		return nil, fail(line, "%s", msg)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -218,7 +218,7 @@ func strictDecode(n *yaml.Node, v any) error {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		_, msg := yamlError(err)
+		_, msg := scenario.YAMLError(err)
 		return errors.New(msg)
 	}
 	return nil
@@ -452,21 +452,4 @@ func kindName(n *yaml.Node) string {
 		return "list"
 	}
 	return fmt.Sprintf("value %q", n.Value)
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+): `)
-
-// yamlError splits a yaml error into a line and a message.
-func yamlError(err error) (int, string) {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
-		line, _ := strconv.Atoi(msg[m[2]:m[3]])
-		return line, msg[:m[0]] + msg[m[1]:]
-	}
-	return 0, msg
 }

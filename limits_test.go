@@ -7,7 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/openmrc/mrc"
-	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"

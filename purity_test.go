@@ -18,13 +18,41 @@ import (
 )
 
 // purePackages are the protocol core: the module root, its internal core
-// parts, the wire format, the shared verbs vocabulary, congestion control,
+// parts (every folder directly under internal/ but the helper folders), the
+// wire format, the shared verbs vocabulary, congestion control,
 // the nanosecond clock type and the virtual switch. They and every module
 // package they import, directly or not, must stay pure.
 var purePackages = []string{
 	".", "./internal/evset", "./internal/rxwin", "./internal/psn", "./internal/timerq",
 	"./internal/memreg", "./internal/qptable", "./internal/fifo", "./internal/xrand",
 	"./wire", "./cc", "./mtime", "./vswitch", "./verbs",
+}
+
+// helperFolders hold the packages under internal/ that are not core parts:
+// the test harness (testkit) and the hosts' OS and text glue (host).
+var helperFolders = []string{"testkit", "host"}
+
+// TestCoreListCoversInternal fails when a folder directly under internal/
+// is neither a core part listed in purePackages nor a helper folder, so a
+// new core part cannot escape TestCoreIsPure.
+func TestCoreListCoversInternal(t *testing.T) {
+	entries, err := os.ReadDir("internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || slices.Contains(helperFolders, e.Name()) {
+			continue
+		}
+		if !slices.Contains(purePackages, "./internal/"+e.Name()) {
+			t.Errorf("internal/%s is neither in purePackages nor a helper folder (%v)", e.Name(), helperFolders)
+		}
+	}
+	for _, h := range helperFolders {
+		if _, err := os.Stat(filepath.Join("internal", h)); err != nil {
+			t.Errorf("helper folder: %v", err)
+		}
+	}
 }
 
 // impureImport says why a pure package may not import path, or "" if it

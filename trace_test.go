@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc"
-	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 )

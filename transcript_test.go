@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc"
-	"github.com/openmrc/mrc/internal/golden"
+	"github.com/openmrc/mrc/internal/testkit/golden"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"

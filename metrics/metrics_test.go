@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc"
-	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/metrics"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"

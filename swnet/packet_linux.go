@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openmrc/mrc/internal/mmsg"
+	"github.com/openmrc/mrc/internal/host/mmsg"
 )
 
 // sysPACKET_IGNORE_OUTGOING is PACKET_IGNORE_OUTGOING (Linux 4.20,

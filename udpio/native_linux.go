@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openmrc/mrc/internal/mmsg"
+	"github.com/openmrc/mrc/internal/host/mmsg"
 )
 
 // sysIPV6_HDRINCL is IPV6_HDRINCL (Linux include/uapi/linux/in6.h), which

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/openmrc/mrc"
-	"github.com/openmrc/mrc/internal/lines"
+	"github.com/openmrc/mrc/internal/host/lines"
 	"github.com/openmrc/mrc/wire"
 )
 

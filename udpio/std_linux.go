@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openmrc/mrc/internal/mmsg"
+	"github.com/openmrc/mrc/internal/host/mmsg"
 )
 
 // IPv6 socket options golang.org/x/sys/unix does not name, from the spec

@@ -17,7 +17,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/dump"
-	"github.com/openmrc/mrc/internal/testnet"
+	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/verbs"

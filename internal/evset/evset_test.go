@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc/internal/golden"
+	"github.com/openmrc/mrc/internal/testkit/golden"
 	"github.com/openmrc/mrc/internal/xrand"
 	"github.com/openmrc/mrc/mtime"
 )

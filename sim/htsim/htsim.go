@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openmrc/mrc/internal/lines"
+	"github.com/openmrc/mrc/internal/host/lines"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 )

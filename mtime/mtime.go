@@ -1,7 +1,8 @@
 // Package mtime is the only notion of time in the MRC protocol core: a
 // monotonic instant in nanoseconds that the host passes in. The core never
 // reads a clock; a simulator passes virtual time and a datapath passes the
-// monotonic clock, and both drive the same code.
+// monotonic clock, and both drive the same code. Picos is the finer time
+// of the switch and the simulator, converted to and from Time explicitly.
 package mtime
 
 import (

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/sim/htsim"
 	"github.com/openmrc/mrc/sim/topo"
@@ -404,7 +405,7 @@ func (s *Scenario) flowsPart(key string, part WorkloadPart, n int) (*workload.Wo
 		case f.After != 0 && f.Start != 0:
 			return nil, s.errorf(fk, "give start or after, not both")
 		}
-		wl.Flows = append(wl.Flows, workload.Flow{ID: id, Src: f.Src, Dst: f.Dst, Size: uint64(f.Size), Start: int64(f.Start) * 1000, Tag: f.Tag})
+		wl.Flows = append(wl.Flows, workload.Flow{ID: id, Src: f.Src, Dst: f.Dst, Size: uint64(f.Size), Start: mtime.PicosOf(f.Start.D()), Tag: f.Tag})
 	}
 	// "after: X": flow X fires a oneshot trigger when its bytes are all
 	// acknowledged; the flows after it wait for that trigger.
@@ -461,7 +462,7 @@ func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.
 		}
 		for _, f := range wl.Flows {
 			if f.Trigger == 0 {
-				f.Start += int64(part.Start) * 1000
+				f.Start += mtime.PicosOf(part.Start.D())
 			}
 			f.Trigger, f.SendDoneTrigger, f.RecvDoneTrigger = shift(f.Trigger), shift(f.SendDoneTrigger), shift(f.RecvDoneTrigger)
 			if f.Tag == "" {

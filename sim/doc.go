@@ -13,7 +13,7 @@
 //
 // # Model
 //
-// Time is an integer number of picoseconds (the core's nanoseconds are
+// Time is mtime.Picos, integer picoseconds (the core's nanoseconds are
 // derived from it). A link is an egress queue (a switch port, or a NIC
 // port that asks its transport for a packet only when it is free), a
 // serialiser at the link's rate and a propagation delay; the receiving

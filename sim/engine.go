@@ -1,6 +1,10 @@
 package sim
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/openmrc/mrc/mtime"
+)
 
 // The discrete-event core: integer picosecond time, a calendar queue of
 // value events ordered by (time, sequence number) with a 4-ary heap for
@@ -8,8 +12,10 @@ import "math/bits"
 // Nothing here allocates once warmed up, and the bulk of it holds no
 // pointers the garbage collector must trace.
 
-// Time is simulated time in picoseconds.
-type Time = int64
+// Time is simulated time: mtime.Picos, picoseconds, as vswitch counts.
+// It does not mix with the core's nanosecond mtime.Time; convert with
+// Picos and Nanos.
+type Time = mtime.Picos
 
 // never is a time later than any event.
 const never Time = 1<<63 - 1
@@ -213,6 +219,12 @@ const (
 	calStart = 4  // events each bucket has room for at first
 )
 
+// bucketOf returns the bucket number holding time t.
+func bucketOf(t Time) int64 { return int64(t >> calBits) }
+
+// bucketStart returns the first time in bucket b.
+func bucketStart(b int64) Time { return Time(b) << calBits }
+
 func newCalendar() *calendar {
 	c := &calendar{buckets: make([][]event, calSize), head: make([]int32, calSize), sorted: make([]bool, calSize)}
 	// Room for calStart events per bucket from one allocation; buckets
@@ -225,7 +237,7 @@ func newCalendar() *calendar {
 }
 
 func (c *calendar) push(e event) {
-	b := e.at >> calBits
+	b := bucketOf(e.at)
 	if b >= c.cur+calSize {
 		c.far.push(e)
 		return
@@ -261,8 +273,8 @@ func (c *calendar) advance(limit Time) *event {
 				return nil
 			}
 			// Jump over the empty ring to the far events.
-			fb := c.far.top().at >> calBits
-			if fb<<calBits >= limit {
+			fb := bucketOf(c.far.top().at)
+			if bucketStart(fb) >= limit {
 				return nil
 			}
 			c.cur = max(c.cur, fb)
@@ -278,7 +290,7 @@ func (c *calendar) advance(limit Time) *event {
 			}
 			return &bk[c.head[i]]
 		}
-		if (c.cur+1)<<calBits > limit {
+		if bucketStart(c.cur+1) > limit {
 			return nil
 		}
 		if cap(bk) > calKeep {
@@ -293,7 +305,7 @@ func (c *calendar) advance(limit Time) *event {
 		if next < 0 {
 			next = c.cur + 1 // cannot happen: the ring holds c.n > 0 events
 		}
-		c.cur = min(next, limit>>calBits)
+		c.cur = min(next, bucketOf(limit))
 		c.migrate()
 	}
 }
@@ -317,7 +329,7 @@ func (c *calendar) nextBusy(b int64) int64 {
 
 // migrate moves far events that now fall inside the ring into it.
 func (c *calendar) migrate() {
-	for c.far.len() > 0 && c.far.top().at>>calBits < c.cur+calSize {
+	for c.far.len() > 0 && bucketOf(c.far.top().at) < c.cur+calSize {
 		c.push(c.far.pop())
 	}
 }

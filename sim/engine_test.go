@@ -27,11 +27,11 @@ func TestCalendarOrder(t *testing.T) {
 			case 0:
 				return 0 // a tie
 			case 1:
-				return rng.Int64N(1 << calBits) // same or next bucket
+				return Time(rng.Int64N(1 << calBits)) // same or next bucket
 			case 2:
-				return rng.Int64N(calSize << calBits) // inside the ring
+				return Time(rng.Int64N(calSize << calBits)) // inside the ring
 			default:
-				return rng.Int64N(4 * calSize << calBits) // often beyond it
+				return Time(rng.Int64N(4 * calSize << calBits)) // often beyond it
 			}
 		}
 		refMin := func() int {
@@ -48,7 +48,7 @@ func TestCalendarOrder(t *testing.T) {
 		}
 		var now, end Time
 		for range 300 {
-			end += 1 + rng.Int64N(20<<calBits)
+			end += 1 + Time(rng.Int64N(20<<calBits))
 			for {
 				top := c.advance(end)
 				if top == nil || top.at >= end {

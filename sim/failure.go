@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/vswitch"
 )
@@ -51,7 +52,7 @@ func (w *World) scheduleFailures() error {
 	w.linkEvents = make([][]linkEvent, len(t.Links))
 	for i, f := range w.cfg.Failures {
 		name := fmt.Sprintf("failures[%d] (%s %q)", i, f.Kind, f.Element)
-		at, until := Time(f.At)*1000, Time(f.Until)*1000
+		at, until := mtime.PicosOf(f.At), mtime.PicosOf(f.Until)
 		switch {
 		case f.At < 0 || f.Until < 0:
 			return fmt.Errorf("sim: %s: negative time", name)
@@ -78,7 +79,7 @@ func (w *World) scheduleFailures() error {
 				if until == 0 || f.FlapRate <= 0 {
 					return fmt.Errorf("sim: %s: a flap needs until and a positive flap_rate", name)
 				}
-				down := Time(f.DownFor) * 1000
+				down := mtime.PicosOf(f.DownFor)
 				if down <= 0 {
 					down = 10_000_000 // 10 µs
 				}
@@ -142,7 +143,7 @@ func (w *World) scheduleFailures() error {
 		// ends drop it; they see it back at once.
 		at := a.at
 		if a.op == aLinkDown {
-			at += Time(w.cfg.LocalRepair) * 1000
+			at += mtime.PicosOf(w.cfg.LocalRepair)
 		}
 		k := &t.Links[a.link]
 		for _, n := range []topo.NodeID{k.A, k.B} {
@@ -152,7 +153,7 @@ func (w *World) scheduleFailures() error {
 				w.shards[w.sws[r.sw].shard].push(r.at, evLocalRepair, 0, r.sw)
 			}
 		}
-		rt := a.at + Time(w.cfg.Reconvergence)*1000
+		rt := a.at + mtime.PicosOf(w.cfg.Reconvergence)
 		if !reconv[rt] {
 			reconv[rt] = true
 			for sh := range w.swShards {
@@ -431,7 +432,7 @@ func (s *shard) localRepair(sw int32) {
 // routedLinks returns which links the fabric's routing believes up at now:
 // those up one reconvergence delay ago.
 func (w *World) routedLinks(now Time) func(link int) bool {
-	ref := now - Time(w.cfg.Reconvergence)*1000
+	ref := now - mtime.PicosOf(w.cfg.Reconvergence)
 	return func(l int) bool { return w.linkUpAt(l, ref) }
 }
 
@@ -442,7 +443,7 @@ func (w *World) repairedPorts(sw int, ports []int, now Time) []int {
 	s := &w.t.Switches[sw]
 	var kept []int
 	for _, p := range ports {
-		if !w.downThrough(int(w.t.SwitchPortLink[s.PortBase+p]), now-Time(w.cfg.LocalRepair)*1000, now) {
+		if !w.downThrough(int(w.t.SwitchPortLink[s.PortBase+p]), now-mtime.PicosOf(w.cfg.LocalRepair), now) {
 			kept = append(kept, p)
 		}
 	}

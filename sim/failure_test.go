@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/wire"
@@ -48,7 +49,7 @@ func TestBlackholeTraffic(t *testing.T) {
 	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 2, T0Down: 8, T0Up: 4})
 	const at = 10 * time.Microsecond
 	for _, tr := range []Transport{MRC(), Oblivious(), RoCE(true), RoCE(false)} {
-		ty := &tally{from: at.Nanoseconds() * 1000, firstByFlow: map[string]Time{}, lastByFlow: map[string]Time{}}
+		ty := &tally{from: mtime.PicosOf(at), firstByFlow: map[string]Time{}, lastByFlow: map[string]Time{}}
 		r := run(t, Config{Topology: tp, Workload: smallPerm(t, 32, 1<<20), Transport: tr, Seed: 2, StopAt: 20 * time.Millisecond,
 			Taps: []string{"t1-p0-1"}, Capture: ty.capture,
 			Failures: []Failure{{Kind: SwitchBlackhole, Element: "t1-p0-1", At: at}}})
@@ -68,7 +69,7 @@ func TestBlackholeTraffic(t *testing.T) {
 			if last == 0 {
 				return 0
 			}
-			return (last - ty.from) / 1000
+			return (last - ty.from).Nanoseconds()
 		}
 		if f.BypassNs != bypass(ty.last[classData]) || f.ControlBypassNs != bypass(ty.last[classControl]) {
 			t.Errorf("%s: bypass %d ns (data), %d ns (control); the switch saw the last at %d and %d ns",
@@ -77,7 +78,7 @@ func TestBlackholeTraffic(t *testing.T) {
 		var perFlow, react []int64
 		for k, l := range ty.lastByFlow {
 			perFlow = append(perFlow, bypass(l))
-			react = append(react, (l-ty.firstByFlow[k])/1000)
+			react = append(react, (l - ty.firstByFlow[k]).Nanoseconds())
 		}
 		slices.Sort(perFlow)
 		slices.Sort(react)
@@ -189,7 +190,7 @@ func TestLocalRepair(t *testing.T) {
 // local-repair delay, and no longer once the link is back up.
 func TestLocalRepairDebounce(t *testing.T) {
 	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
-	us := func(n int64) Time { return n * 1_000_000 }
+	us := func(n int64) Time { return Time(n) * 1_000_000 }
 	w, err := New(Config{Topology: tp, Workload: smallPerm(t, 16, 1<<10), Transport: RoCE(true), Seed: 1,
 		Reconvergence: time.Millisecond, LocalRepair: 100 * time.Microsecond,
 		Failures: []Failure{

@@ -111,7 +111,7 @@ func (s *shard) armTimer(hi int32) {
 	if nt == mtime.Never || nt > mtime.Time(never/1000) {
 		return
 	}
-	at := max(Time(nt)*1000, s.now)
+	at := max(nt.Picos(), s.now)
 	if at < hs.timerAt {
 		hs.timerGen = (hs.timerGen + 1) & 0xFFFFFF
 		hs.timerAt = at

@@ -281,7 +281,7 @@ func (w *World) flushObservations() {
 		w.order = w.order[:0]
 		for si, s := range w.shards {
 			for i := range s.traces {
-				w.order = append(w.order, obsRef{at: int64(s.traces[i].r.Time), shard: int32(si), i: int32(i)})
+				w.order = append(w.order, obsRef{at: s.traces[i].r.Time.Picos(), shard: int32(si), i: int32(i)})
 			}
 		}
 		sortRefs(w.order)
@@ -298,7 +298,7 @@ func (w *World) flushObservations() {
 
 // obsRef points at a buffered observation, for merging.
 type obsRef struct {
-	at       int64
+	at       Time
 	shard, i int32
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -197,7 +198,7 @@ type sampler struct {
 }
 
 func (w *World) newSampler() *sampler {
-	every := Time(w.cfg.SampleEvery) * 1000
+	every := mtime.PicosOf(w.cfg.SampleEvery)
 	if every == 0 {
 		every = max(w.idealPs()/100, 1_000_000)
 	}
@@ -295,7 +296,7 @@ func (sm *sampler) take(now Time) {
 		}
 		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(advance(&sm.flMark[i], got)))
 	}
-	sm.s.TimesNs = append(sm.s.TimesNs, now/1000)
+	sm.s.TimesNs = append(sm.s.TimesNs, now.Nanoseconds())
 	sm.last = now
 }
 
@@ -327,7 +328,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	r := &Result{
 		Scenario: w.cfg.Name, Transport: w.cfg.Transport.Name, Seed: w.cfg.Seed,
 		Hosts: t.Hosts, Planes: t.Planes, Flows: len(w.flows),
-		Events: w.events(), SimTimeNs: w.stopped / 1000, StoppedBy: w.stopBy, WallS: wall.Seconds(),
+		Events: w.events(), SimTimeNs: w.stopped.Nanoseconds(), StoppedBy: w.stopBy, WallS: wall.Seconds(),
 		Drops: map[string]uint64{}, Series: sm.s,
 	}
 	// Flows.
@@ -338,7 +339,7 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 		fl := &w.wl.Flows[i]
 		fr := FlowResult{ID: fl.ID, Src: fl.Src, Dst: fl.Dst, Size: fl.Size, Tag: fl.Tag, StartNs: -1, FCTNs: -1, RecvNs: -1, Failed: fs.failed}
 		if fs.start >= 0 {
-			fr.StartNs = fs.start / 1000
+			fr.StartNs = fs.start.Nanoseconds()
 			first = min(first, fs.start)
 		}
 		if fs.failed {
@@ -346,8 +347,8 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 		}
 		if fs.sendDone >= 0 && fs.recvDone >= 0 && !fs.failed {
 			r.FlowsCompleted++
-			fct := (fs.sendDone - fs.start) / 1000
-			fr.FCTNs, fr.RecvNs = fct, (fs.recvDone-fs.start)/1000
+			fct := (fs.sendDone - fs.start).Nanoseconds()
+			fr.FCTNs, fr.RecvNs = fct, (fs.recvDone - fs.start).Nanoseconds()
 			fcts = append(fcts, fct)
 			sum += float64(fct)
 			last = max(last, fs.sendDone, fs.recvDone)
@@ -359,9 +360,9 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 		r.FCT = FCTStats{Min: fcts[0], P50: percentile(fcts, 0.5), P99: percentile(fcts, 0.99), Max: fcts[len(fcts)-1], Mean: sum / float64(len(fcts))}
 	}
 	if r.FlowsCompleted > 0 && first < never {
-		r.CompletionNs = (last - first) / 1000
+		r.CompletionNs = (last - first).Nanoseconds()
 	}
-	r.IdealNs = w.idealPs()/1000 + w.baseRTT.Nanoseconds()
+	r.IdealNs = w.idealPs().Nanoseconds() + w.baseRTT.Nanoseconds()
 	if r.CompletionNs > 0 {
 		r.GoodputFractionOfIdeal = float64(r.IdealNs) / float64(r.CompletionNs)
 	}
@@ -465,13 +466,13 @@ func (w *World) failureResults(r *Result) {
 	var reacts []int64
 	for k, t := range last {
 		f := k >> 32
-		perFail[f] = append(perFail[f], (t-w.fails[f].at)/1000)
-		reacts = append(reacts, (t-first[k])/1000)
+		perFail[f] = append(perFail[f], (t - w.fails[f].at).Nanoseconds())
+		reacts = append(reacts, (t - first[k]).Nanoseconds())
 	}
 	var worst int64
 	var all []int64
 	for i, f := range w.fails {
-		fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at / 1000, UntilNs: f.until / 1000}
+		fr := FailureResult{Kind: string(f.kind), Element: f.element, AtNs: f.at.Nanoseconds(), UntilNs: f.until.Nanoseconds()}
 		var lastData, lastCtl Time = -1, -1
 		for _, s := range w.shards {
 			fr.DataPackets += s.failHits[i]
@@ -484,10 +485,10 @@ func (w *World) failureResults(r *Result) {
 			}
 		}
 		if lastData >= f.at {
-			fr.BypassNs = (lastData - f.at) / 1000
+			fr.BypassNs = (lastData - f.at).Nanoseconds()
 		}
 		if lastCtl >= f.at {
-			fr.ControlBypassNs = (lastCtl - f.at) / 1000
+			fr.ControlBypassNs = (lastCtl - f.at).Nanoseconds()
 		}
 		if qs := perFail[i]; len(qs) > 0 {
 			slices.Sort(qs)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openmrc/mrc/mtime"
 )
 
 // maxWindow bounds a window when the lookahead is larger (or infinite), so
@@ -38,7 +40,7 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	}
 	w.ran = true
 	wallStart := time.Now()
-	stop := Time(w.cfg.StopAt) * 1000
+	stop := mtime.PicosOf(w.cfg.StopAt)
 	window := min(w.lookahead, maxWindow)
 	smp := w.newSampler()
 	var T Time
@@ -218,7 +220,7 @@ func (w *World) events() uint64 {
 }
 
 func (w *World) progress(T Time) Progress {
-	p := Progress{Now: time.Duration(T / 1000), Events: w.events(), Flows: len(w.flows), Bytes: w.bytes}
+	p := Progress{Now: T.Duration(), Events: w.events(), Flows: len(w.flows), Bytes: w.bytes}
 	for _, s := range w.shards {
 		p.FlowsDone += s.sendDone
 		for _, b := range s.planeRx {

@@ -67,7 +67,7 @@ func TestLoneFlowFCT(t *testing.T) {
 
 	data := mtu + 40 + 40 + 8 + 32 + 4 + 38 // SRv6-encapsulated WRITE + Ethernet
 	sack := 40 + 40 + 8 + 48 + 4 + 38
-	ser := func(n int) int64 { return vswitch.SerializationPs(n, 100e9) }
+	ser := func(n int) int64 { return int64(vswitch.SerializationPs(n, 100e9)) }
 	prop := 4*hostDelay.Nanoseconds()*1000 + 4*fabricDelay.Nanoseconds()*1000
 	want := (int64(size/mtu)+3)*ser(data) + 4*ser(sack) + prop
 	got := r.FlowResults[0].FCTNs * 1000

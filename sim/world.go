@@ -453,7 +453,7 @@ func (w *World) setupFlows() error {
 }
 
 // ns converts simulated picoseconds to the core's nanoseconds.
-func ns(t Time) mtime.Time { return mtime.Time(t / 1000) }
+func ns(t Time) mtime.Time { return t.Nanos() }
 
 // hostOut returns the directed link out of host h's port p.
 func (w *World) hostOut(h int32, p int) int32 {

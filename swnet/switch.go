@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -101,7 +102,7 @@ func (s *Switch) SetLogf(f func(format string, args ...any)) { s.logf = f }
 
 type portState struct {
 	tx    vswitch.Transmitter
-	delay int64 // ps
+	delay mtime.Picos
 	line  []delayed
 	head  int
 	up    bool
@@ -112,7 +113,7 @@ type portState struct {
 
 type delayed struct {
 	h  vswitch.Handle
-	at int64
+	at mtime.Picos
 }
 
 type rxBatch struct {
@@ -170,7 +171,7 @@ func New(t *Table, links []Link) (*Switch, error) {
 	for i, p := range t.Ports {
 		ps := &s.ports[i]
 		ps.tx.BitsPerSec = p.Rate
-		ps.delay = p.Delay.Nanoseconds() * 1000
+		ps.delay = mtime.PicosOf(p.Delay)
 		ps.up = true
 		ps.st.Name = p.Name
 		ps.st.Up = true
@@ -216,8 +217,8 @@ func Open(t *Table) (*Switch, error) {
 // Table returns the switch's configuration.
 func (s *Switch) Table() *Table { return s.t }
 
-// now returns the switch's clock in picoseconds.
-func (s *Switch) now() int64 { return time.Since(s.epoch).Nanoseconds() * 1000 }
+// now returns the switch's clock.
+func (s *Switch) now() mtime.Picos { return mtime.PicosOf(time.Since(s.epoch)) }
 
 // Run forwards until ctx is done, then closes the links and returns nil;
 // it returns early with an error if a link fails for good. Run may be
@@ -249,7 +250,7 @@ func (s *Switch) run(ctx context.Context) error {
 		next := s.service(s.now())
 		wait := time.Hour
 		if next != never {
-			wait = time.Duration((next-s.now())/1000) + 1
+			wait = (next - s.now()).Duration() + 1
 			if wait <= 0 {
 				// Already due: look at new packets without blocking, then
 				// go round.
@@ -295,11 +296,11 @@ func (s *Switch) run(ctx context.Context) error {
 	}
 }
 
-const never = int64(1<<63 - 1)
+const never = mtime.Picos(1<<63 - 1)
 
 // service moves packets from the queues onto the links' serialisers and
 // from their delay lines to the links, and returns when it next has work.
-func (s *Switch) service(now int64) int64 {
+func (s *Switch) service(now mtime.Picos) mtime.Picos {
 	next := never
 	for p := range s.ports {
 		ps := &s.ports[p]

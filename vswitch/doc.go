@@ -51,7 +51,7 @@
 //
 // # Time and concurrency
 //
-// Time is an int64 in picoseconds passed in by the caller; the switch
+// Time is an mtime.Picos passed in by the caller; the switch
 // reads no clock, starts no goroutines and draws randomness (ECN marking)
 // from a generator seeded by Config.Seed. A Switch is not safe for
 // concurrent use.

@@ -3,6 +3,7 @@ package vswitch
 import (
 	"fmt"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -87,7 +88,7 @@ type entry struct {
 	h  Handle
 	wl uint32
 	in int32
-	at int64
+	at mtime.Picos
 }
 
 // ring is a growable FIFO of entries.
@@ -151,7 +152,7 @@ type Dequeued struct {
 	Handle  Handle
 	WireLen int
 	// Sojourn is how long the packet was queued (now − enqueue time).
-	Sojourn int64
+	Sojourn mtime.Picos
 	// Resume is the ingress port whose pause may be lifted (its queued
 	// bytes fell below PFC XON), or -1.
 	Resume int
@@ -186,7 +187,7 @@ func (s *Switch) Backlog(p int) bool {
 // on port in, to out's queues at now. pkt holds its headers (or all of
 // it) and wireLen its length on the wire; Enqueue may trim pkt in place
 // and set its CE mark. The verdict says what happened.
-func (s *Switch) Enqueue(now int64, out, in int, h Handle, pkt []byte, wireLen int) Verdict {
+func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wireLen int) Verdict {
 	pt := &s.ports[out]
 	q := &s.qcfgs[pt.cfg]
 	v := Verdict{Len: len(pkt), WireLen: wireLen}
@@ -270,7 +271,7 @@ func (s *Switch) reject(pt *port, v Verdict, c DropCause) Verdict {
 // Dequeue takes the next packet to send from port p at now: the header
 // queue first (strict priority), then the data queue unless the port is
 // paused. ok is false when there is none.
-func (s *Switch) Dequeue(now int64, p int) (d Dequeued, ok bool) {
+func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 	pt := &s.ports[p]
 	var e entry
 	switch {
@@ -328,27 +329,27 @@ func (s *Switch) Flush(p int, free func(Handle), resume []int) []int {
 
 // SerializationPs returns how long wireLen bytes take to serialise at
 // bitsPerSec, in picoseconds, rounded up.
-func SerializationPs(wireLen int, bitsPerSec int64) int64 {
+func SerializationPs(wireLen int, bitsPerSec int64) mtime.Picos {
 	if bitsPerSec <= 0 {
 		return 0
 	}
 	n := int64(wireLen) * 8 * 1_000_000_000_000
-	return (n + bitsPerSec - 1) / bitsPerSec
+	return mtime.Picos((n + bitsPerSec - 1) / bitsPerSec)
 }
 
 // Transmitter is the serialiser of one port: a pure calculator of when
 // the port is free. The zero value with BitsPerSec set is ready.
 type Transmitter struct {
 	BitsPerSec int64
-	BusyUntil  int64 // picoseconds
+	BusyUntil  mtime.Picos
 }
 
 // Free reports whether the port can start a packet at now.
-func (t *Transmitter) Free(now int64) bool { return t.BusyUntil <= now }
+func (t *Transmitter) Free(now mtime.Picos) bool { return t.BusyUntil <= now }
 
 // Start begins sending wireLen bytes at now (or when the port frees, if
 // later) and returns when the last bit leaves.
-func (t *Transmitter) Start(now int64, wireLen int) (done int64) {
+func (t *Transmitter) Start(now mtime.Picos, wireLen int) (done mtime.Picos) {
 	start := max(now, t.BusyUntil)
 	t.BusyUntil = start + SerializationPs(wireLen, t.BitsPerSec)
 	return t.BusyUntil

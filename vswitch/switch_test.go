@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -238,7 +239,7 @@ func TestTrimming(t *testing.T) {
 			var pkts [][]byte
 			for i := range 5 {
 				pkt, wl := dataPacket(t, encap, usid(1), 0, wire.DefaultDSCP.Data)
-				v := s.Enqueue(int64(i), 1, 0, Handle(i), pkt, wl)
+				v := s.Enqueue(mtime.Picos(i), 1, 0, Handle(i), pkt, wl)
 				verdicts = append(verdicts, v)
 				pkts = append(pkts, pkt[:v.Len])
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/internal/host/lines"
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 )
@@ -165,7 +166,7 @@ func parseFlow(f []string, nodes int) (workload.Flow, error) {
 		case "id":
 			fl.ID = int(v)
 		case "start":
-			fl.Start = v // picoseconds
+			fl.Start = mtime.Picos(v)
 		case "size":
 			if v == 0 {
 				return fl, fmt.Errorf("size 0")

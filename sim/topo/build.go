@@ -3,6 +3,8 @@ package topo
 import (
 	"fmt"
 	"time"
+
+	"github.com/openmrc/mrc/mtime"
 )
 
 // Clos2Config describes a two-tier Clos with one independent plane per
@@ -43,8 +45,6 @@ type Clos3Config struct {
 	// HostDelay: host–T0 links; FabricDelay: T0–T1 and T1–T2 links.
 	HostDelay, FabricDelay, SwitchLatency time.Duration
 }
-
-func ps(d time.Duration) int64 { return int64(d) * 1000 }
 
 // Clos2 builds a multi-plane two-tier Clos. Impossible parameters give an
 // error naming the field.
@@ -104,12 +104,12 @@ func Clos2(c Clos2Config) (*Topology, error) {
 		t.tierStart[p] = [3]int{len(t.Switches), len(t.Switches) + nT0, 0}
 		for i := range nT0 {
 			t.Switches = append(t.Switches, Switch{Tier: 0, Plane: p, Pod: 0, Index: i, USID: t.csid(p, 1+i),
-				Ports: c.T0Down + c.T0Up, Latency: ps(c.SwitchLatency), PortBase: base})
+				Ports: c.T0Down + c.T0Up, Latency: mtime.PicosOf(c.SwitchLatency), PortBase: base})
 			base += c.T0Down + c.T0Up
 		}
 		for j := range nT1 {
 			t.Switches = append(t.Switches, Switch{Tier: 1, Plane: p, Pod: 0, Index: j, USID: t.csid(p, 1+nT0+j),
-				Ports: nT0, Latency: ps(c.SwitchLatency), PortBase: base})
+				Ports: nT0, Latency: mtime.PicosOf(c.SwitchLatency), PortBase: base})
 			base += nT0
 		}
 	}
@@ -119,7 +119,7 @@ func Clos2(c Clos2Config) (*Topology, error) {
 	for h := range c.Hosts {
 		for p := range c.Planes {
 			t0 := t.tierStart[p][0] + h/c.T0Down
-			t.connect(NodeID(h), p, t0, h%c.T0Down, c.HostRate, ps(c.HostDelay))
+			t.connect(NodeID(h), p, t0, h%c.T0Down, c.HostRate, mtime.PicosOf(c.HostDelay))
 			t.HostLink[h*c.Planes+p] = int32(len(t.Links) - 1)
 		}
 	}
@@ -127,7 +127,7 @@ func Clos2(c Clos2Config) (*Topology, error) {
 		for i := range nT0 {
 			for j := range nT1 {
 				t0, t1 := t.tierStart[p][0]+i, t.tierStart[p][1]+j
-				t.connect(t.Node(t0), c.T0Down+j, t1, i, c.FabricRate, ps(c.FabricDelay))
+				t.connect(t.Node(t0), c.T0Down+j, t1, i, c.FabricRate, mtime.PicosOf(c.FabricDelay))
 			}
 		}
 	}
@@ -135,7 +135,7 @@ func Clos2(c Clos2Config) (*Topology, error) {
 }
 
 // connect adds a link from port ap of node a to port bp of switch b.
-func (t *Topology) connect(a NodeID, ap int, b int, bp int, rate, delay int64) {
+func (t *Topology) connect(a NodeID, ap int, b int, bp int, rate int64, delay mtime.Picos) {
 	l := int32(len(t.Links))
 	t.Links = append(t.Links, Link{A: a, B: t.Node(b), APort: int32(ap), BPort: int32(bp), Rate: rate, Delay: delay})
 	if !t.IsHost(a) {
@@ -201,7 +201,7 @@ func Clos3(c Clos3Config) (*Topology, error) {
 	base := 0
 	add := func(tier, pod, idx, ports int) {
 		t.Switches = append(t.Switches, Switch{Tier: tier, Pod: pod, Index: idx, USID: t.csid(0, 1+len(t.Switches)),
-			Ports: ports, Latency: ps(c.SwitchLatency), PortBase: base})
+			Ports: ports, Latency: mtime.PicosOf(c.SwitchLatency), PortBase: base})
 		base += ports
 	}
 	for i := range nT0 {
@@ -216,19 +216,19 @@ func Clos3(c Clos3Config) (*Topology, error) {
 	t.SwitchPortLink = make([]int32, base)
 	t.HostLink = make([]int32, c.Hosts)
 	for h := range c.Hosts {
-		t.connect(NodeID(h), 0, h/c.T0Down, h%c.T0Down, c.HostRate, ps(c.HostDelay))
+		t.connect(NodeID(h), 0, h/c.T0Down, h%c.T0Down, c.HostRate, mtime.PicosOf(c.HostDelay))
 		t.HostLink[h] = int32(len(t.Links) - 1)
 	}
 	for i := range nT0 {
 		pod := i / t0PerPod
 		for a := range c.T0Up {
-			t.connect(t.Node(i), c.T0Down+a, nT0+pod*c.T0Up+a, i%t0PerPod, c.FabricRate, ps(c.FabricDelay))
+			t.connect(t.Node(i), c.T0Down+a, nT0+pod*c.T0Up+a, i%t0PerPod, c.FabricRate, mtime.PicosOf(c.FabricDelay))
 		}
 	}
 	for j := range nT1 {
 		pod, a := j/c.T0Up, j%c.T0Up
 		for u := range c.T1Up {
-			t.connect(t.Node(nT0+j), t0PerPod+u, nT0+nT1+a*c.T1Up+u, pod, c.FabricRate, ps(c.FabricDelay))
+			t.connect(t.Node(nT0+j), t0PerPod+u, nT0+nT1+a*c.T1Up+u, pod, c.FabricRate, mtime.PicosOf(c.FabricDelay))
 		}
 	}
 	return t, nil

@@ -5,7 +5,7 @@
 // every host port its address, and maps entropy values to uSID paths
 // (digest §2, §3.12).
 //
-// Units: rates in bits per second, delays in picoseconds.
+// Units: rates in bits per second, delays and latencies mtime.Picos.
 package topo
 
 import (
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -30,8 +31,8 @@ type Switch struct {
 	Index int    // index among the switches of its tier (and plane)
 	USID  uint32 // its uN micro-SID
 	Ports int
-	// Latency is the switch's forwarding latency in picoseconds.
-	Latency int64
+	// Latency is the switch's forwarding latency.
+	Latency mtime.Picos
 	// PortBase indexes Topology.SwitchPortLink: port p of this switch is
 	// on link SwitchPortLink[PortBase+p].
 	PortBase int
@@ -42,8 +43,8 @@ type Switch struct {
 type Link struct {
 	A, B         NodeID
 	APort, BPort int32
-	Rate         int64 // bits per second, each way
-	Delay        int64 // propagation delay in picoseconds
+	Rate         int64       // bits per second, each way
+	Delay        mtime.Picos // propagation delay
 }
 
 // Topology is a fabric: hosts with one NIC port per plane, switches and
@@ -236,21 +237,23 @@ func (r *pathRule) path(plane int, ev uint32) [16]byte {
 // switch's latency.
 func (t *Topology) BaseRTT(dataWire, ackWire int) time.Duration {
 	var hostRate, fabRate int64
-	var hostDelay, fabDelay, lat int64
+	var hostDelay, fabDelay, lat mtime.Picos
 	switch t.Kind {
 	case "clos3":
 		c := &t.clos3
-		hostRate, fabRate, hostDelay, fabDelay, lat = c.HostRate, c.FabricRate, ps(c.HostDelay), ps(c.FabricDelay), ps(c.SwitchLatency)
+		hostRate, fabRate, hostDelay, fabDelay, lat = c.HostRate, c.FabricRate, mtime.PicosOf(c.HostDelay), mtime.PicosOf(c.FabricDelay), mtime.PicosOf(c.SwitchLatency)
 	default:
 		c := &t.clos2
-		hostRate, fabRate, hostDelay, fabDelay, lat = c.HostRate, c.FabricRate, ps(c.HostDelay), ps(c.FabricDelay), ps(c.SwitchLatency)
+		hostRate, fabRate, hostDelay, fabDelay, lat = c.HostRate, c.FabricRate, mtime.PicosOf(c.HostDelay), mtime.PicosOf(c.FabricDelay), mtime.PicosOf(c.SwitchLatency)
 	}
-	ser := func(n int, rate int64) int64 { return (int64(n)*8*1_000_000_000_000 + rate - 1) / rate }
-	fab := int64(t.Hops() - 2) // fabric links on the longest path
-	oneWay := func(n int) int64 {
+	ser := func(n int, rate int64) mtime.Picos {
+		return mtime.Picos((int64(n)*8*1_000_000_000_000 + rate - 1) / rate)
+	}
+	fab := mtime.Picos(t.Hops() - 2) // fabric links on the longest path
+	oneWay := func(n int) mtime.Picos {
 		return 2*(ser(n, hostRate)+hostDelay) + fab*(ser(n, fabRate)+fabDelay) + (fab+1)*lat
 	}
-	return time.Duration((oneWay(dataWire) + oneWay(ackWire) + 999) / 1000)
+	return time.Duration((oneWay(dataWire) + oneWay(ackWire) + mtime.PicosPerNano - 1) / mtime.PicosPerNano) // rounded up
 }
 
 // ---- element names ---------------------------------------------------------

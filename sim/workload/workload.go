@@ -8,6 +8,8 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/openmrc/mrc/mtime"
 )
 
 // Flow is one transfer of Size bytes from host Src to host Dst.
@@ -16,9 +18,9 @@ type Flow struct {
 	ID       int
 	Src, Dst int
 	Size     uint64
-	// Start is when the flow starts, in picoseconds, unless Trigger is
-	// set: then it starts when that trigger fires.
-	Start   int64
+	// Start is when the flow starts, unless Trigger is set: then it
+	// starts when that trigger fires.
+	Start   mtime.Picos
 	Trigger int
 	// SendDoneTrigger fires when every byte has been acknowledged to the
 	// sender; RecvDoneTrigger when the receiver has every byte. 0: none.

@@ -187,7 +187,7 @@ type InitAttr struct {
 // PathFunc returns the uSID container (RFC 9800) that routes EV ev of
 // plane to the peer: the node-specific SRv6 template of digest §3.12
 // specialised with the EV's bits. Needed with EncapUSID and EncapSRv6.
-type PathFunc func(plane int, ev uint32) [16]byte
+type PathFunc func(plane int, ev wire.EV) [16]byte
 
 // RTRAttr are the attributes of the INIT→RTR transition: who the peer is
 // and what this QP accepts as a responder.

@@ -287,7 +287,7 @@ func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.Dr
 // tracePacket traces a data-packet event of q.
 func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
 	if t := q.ep.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: q.evs.Value(slot),
+		t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
 			Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
 	}
 }

@@ -124,7 +124,7 @@ func TestSiblingEVsRetiredTogether(t *testing.T) {
 	dead := testnet.Path{Plane: 0, Index: 1}
 	var siblings int
 	for _, ev := range x.qa.EVs() {
-		if wire.EV(ev).Path() == dead.Index {
+		if ev.Path() == dead.Index {
 			siblings++
 		}
 	}

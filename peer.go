@@ -178,7 +178,7 @@ func (e *Endpoint) applyPeerPorts(now mtime.Time, pr *peer, up verbs.PortMask) {
 				}
 			}
 		}
-		e.emit(verbs.Event{Kind: verbs.EventPeerPorts, Time: now, QPN: q.qpn, PortsUp: uint32(up)})
+		e.emit(verbs.Event{Kind: verbs.EventPeerPorts, Time: now, QPN: q.qpn, PortsUp: up})
 		e.markReady(q)
 		e.schedule(q, now)
 	}

@@ -128,10 +128,10 @@ func (e *Endpoint) address(pk *wire.Packet, plane int, ev uint32, dst [16]byte, 
 	pk.Encap, pk.HasSRH, pk.FinalDst = false, false, [16]byte{}
 	switch e.cfg.Encap {
 	case EncapUSID:
-		pk.IP.Dst = paths(plane, ev)
+		pk.IP.Dst = paths(plane, wire.EV(ev))
 		pk.FinalDst = dst
 	case EncapSRv6:
 		pk.Encap = true
-		pk.Outer = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoIPv6, HopLimit: 64, Src: src, Dst: paths(plane, ev)}
+		pk.Outer = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoIPv6, HopLimit: 64, Src: src, Dst: paths(plane, wire.EV(ev))}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/mtime"
-	"github.com/openmrc/mrc/wire"
 )
 
 var seeds = flag.Int("seeds", 300, "random seeds for the property tests (CI's long run uses 10000)")
@@ -114,7 +113,7 @@ func runHostile(t *testing.T, seed uint64) {
 // livePath reports whether one of q's EVs avoids every killed path.
 func livePath(q *mrc.QP, killed map[testnet.Path]bool) bool {
 	for _, ev := range q.EVs() {
-		if !killed[testnet.Path{Plane: wire.EV(ev).Plane(), Index: wire.EV(ev).Path()}] {
+		if !killed[testnet.Path{Plane: ev.Plane(), Index: ev.Path()}] {
 			return true
 		}
 	}

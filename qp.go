@@ -320,9 +320,9 @@ func (q *QP) PostRecv(id uint64) error {
 
 // DenyEV takes the EV with value ev out of service until AllowEV
 // (controller MODIFY_EV_STATE DENIED). It reports whether the QP has it.
-func (q *QP) DenyEV(now mtime.Time, ev uint32) bool {
+func (q *QP) DenyEV(now mtime.Time, ev wire.EV) bool {
 	q.now = max(q.now, now)
-	slot, ok := q.slotOf(ev)
+	slot, ok := q.slotOf(uint32(ev))
 	if ok {
 		q.evs.Deny(now, slot)
 	}
@@ -330,9 +330,9 @@ func (q *QP) DenyEV(now mtime.Time, ev uint32) bool {
 }
 
 // AllowEV returns a denied EV to service.
-func (q *QP) AllowEV(now mtime.Time, ev uint32) bool {
+func (q *QP) AllowEV(now mtime.Time, ev wire.EV) bool {
 	q.now = max(q.now, now)
-	slot, ok := q.slotOf(ev)
+	slot, ok := q.slotOf(uint32(ev))
 	if ok {
 		q.evs.Allow(now, slot)
 		q.ep.markReady(q)
@@ -341,20 +341,20 @@ func (q *QP) AllowEV(now mtime.Time, ev uint32) bool {
 }
 
 // EVs returns the values of every EV of the QP, plane by plane.
-func (q *QP) EVs() []uint32 {
+func (q *QP) EVs() []wire.EV {
 	if q.evs == nil {
 		return nil
 	}
-	out := make([]uint32, q.evs.Len())
+	out := make([]wire.EV, q.evs.Len())
 	for i := range out {
-		out[i] = q.evs.Value(evset.Slot(i))
+		out[i] = wire.EV(q.evs.Value(evset.Slot(i)))
 	}
 	return out
 }
 
 // EVState returns the state of EV ev at now.
-func (q *QP) EVState(now mtime.Time, ev uint32) (verbs.EVState, bool) {
-	slot, ok := q.slotOf(ev)
+func (q *QP) EVState(now mtime.Time, ev wire.EV) (verbs.EVState, bool) {
+	slot, ok := q.slotOf(uint32(ev))
 	if !ok {
 		return 0, false
 	}
@@ -372,7 +372,7 @@ func (q *QP) Remote() []netip.Addr {
 
 func (q *QP) onEVTransition(t evset.Transition) {
 	if tr := q.ep.cfg.Tracer; tr != nil {
-		tr.Trace(&trace.Record{Time: q.now, Kind: trace.EVState, QPN: q.qpn, EV: t.EV, Plane: t.Plane,
+		tr.Trace(&trace.Record{Time: q.now, Kind: trace.EVState, QPN: q.qpn, EV: wire.EV(t.EV), Plane: t.Plane,
 			From: t.From.String(), To: t.To.String(), Reason: t.Reason.String()})
 	}
 	switch t.To {
@@ -394,7 +394,7 @@ func (q *QP) onEVTransition(t evset.Transition) {
 	if t.From == evset.AssumedBad {
 		q.stats.EVResurrected++
 	}
-	q.ep.emit(verbs.Event{Kind: verbs.EventEVState, Time: q.now, QPN: q.qpn, EV: t.EV, Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
+	q.ep.emit(verbs.Event{Kind: verbs.EventEVState, Time: q.now, QPN: q.qpn, EV: wire.EV(t.EV), Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
 }
 
 // deadline returns the QP's next timer deadline after now.

@@ -44,7 +44,7 @@ type Filter struct {
 	// EVs, Planes and Paths keep packets that travel on, or (SACKs and
 	// NACKs) report on, one of these EVs, planes or paths (wire.EV.Plane,
 	// wire.EV.Path).
-	EVs    []uint32
+	EVs    []wire.EV
 	Planes []int
 	Paths  []int
 	// Addrs keeps packets from or to one of these addresses (the
@@ -78,24 +78,24 @@ func (f *Filter) MatchPacket(p *wire.Packet) bool {
 	if len(f.QPNs) > 0 && !slices.Contains(f.QPNs, p.BTH.DestQP) {
 		return false
 	}
-	ev := uint32(p.EV())
+	ev := p.EV()
 	if p.Encap {
-		ev = uint32(wire.JoinEV(p.UDP.SrcPort, p.Outer.FlowLabel))
+		ev = wire.JoinEV(p.UDP.SrcPort, p.Outer.FlowLabel)
 	}
-	evs := [2]uint32{ev, ev}
+	evs := [2]wire.EV{ev, ev}
 	switch p.BTH.Opcode {
 	case wire.OpSACK:
-		evs[1] = uint32(p.SACK.Entropy)
+		evs[1] = p.SACK.Entropy
 	case wire.OpNACK:
-		evs[1] = uint32(p.NACK.Entropy)
+		evs[1] = p.NACK.Entropy
 	}
 	if len(f.EVs) > 0 && !slices.Contains(f.EVs, evs[0]) && !slices.Contains(f.EVs, evs[1]) {
 		return false
 	}
-	if len(f.Planes) > 0 && !slices.Contains(f.Planes, wire.EV(evs[0]).Plane()) && !slices.Contains(f.Planes, wire.EV(evs[1]).Plane()) {
+	if len(f.Planes) > 0 && !slices.Contains(f.Planes, evs[0].Plane()) && !slices.Contains(f.Planes, evs[1].Plane()) {
 		return false
 	}
-	if len(f.Paths) > 0 && !slices.Contains(f.Paths, wire.EV(evs[0]).Path()) && !slices.Contains(f.Paths, wire.EV(evs[1]).Path()) {
+	if len(f.Paths) > 0 && !slices.Contains(f.Paths, evs[0].Path()) && !slices.Contains(f.Paths, evs[1].Path()) {
 		return false
 	}
 	if len(f.Addrs) > 0 && !f.matchAddr(p) {
@@ -173,7 +173,7 @@ func ParseFilter(s string) (Filter, error) {
 				if key == "qpn" {
 					f.QPNs = append(f.QPNs, uint32(n))
 				} else {
-					f.EVs = append(f.EVs, uint32(n))
+					f.EVs = append(f.EVs, wire.EV(n))
 				}
 			case "plane", "path":
 				n, err := strconv.Atoi(v)

@@ -41,9 +41,9 @@ func parseEncap(s string, native bool) (mrc.Encap, error) {
 // UDP sockets carry them straight to the peer.
 const loopbackPaths = 4
 
-func loopbackPath(plane int, ev uint32) [16]byte {
+func loopbackPath(plane int, ev wire.EV) [16]byte {
 	p := uint32(plane) << 12
-	return wire.F3216.Container([16]byte{0xfc, 0xbb, 0xbb, 0x00}, p|0x100, p|0x200|uint32(wire.EV(ev).Path()%loopbackPaths), p|0x101, p|0xe01)
+	return wire.F3216.Container([16]byte{0xfc, 0xbb, 0xbb, 0x00}, p|0x100, p|0x200|uint32(ev.Path()%loopbackPaths), p|0x101, p|0xe01)
 }
 
 // pathsPerPlane returns the EV profile's PathsPerPlane for the session's
@@ -118,7 +118,7 @@ func (t *evTracer) Trace(r *trace.Record) {
 	if t.paths > 0 {
 		path %= t.paths
 	}
-	t.events = append(t.events, EVEvent{EV: fmt.Sprintf("%08x", r.EV), Plane: r.Plane, Path: path, From: r.From, To: r.To, Reason: r.Reason,
+	t.events = append(t.events, EVEvent{EV: fmt.Sprintf("%08x", uint32(r.EV)), Plane: r.Plane, Path: path, From: r.From, To: r.To, Reason: r.Reason,
 		Unix: t.epoch.Add(time.Duration(r.Time)).UnixNano()})
 	t.times = append(t.times, r.Time)
 }

@@ -334,7 +334,7 @@ func (q *QP) traceRate(now mtime.Time) {
 // tracePacket traces a packet event of q.
 func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, bytes int, reason string) {
 	if t := q.ep.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: uint32(wire.JoinEV(q.sport, q.flow)),
+		t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.JoinEV(q.sport, q.flow),
 			Plane: q.port, Bytes: bytes, Reason: reason})
 	}
 }

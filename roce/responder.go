@@ -229,6 +229,6 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (verbs.Transmit
 func (q *QP) traceCtrl(now mtime.Time, p psn.PSN, reason string) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(p),
-			EV: uint32(wire.JoinEV(q.sport, q.flow)), Plane: q.port, Reason: reason})
+			EV: wire.JoinEV(q.sport, q.flow), Plane: q.port, Reason: reason})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/units"
+	"github.com/openmrc/mrc/wire"
 )
 
 // KindSet is a set of Kinds.
@@ -41,7 +42,7 @@ type Filter struct {
 	// EVs keeps only records about these EVs: packet records sent on,
 	// acknowledged for or NACKed for them, and their state changes.
 	// Records without an EV (window and QP state changes) are dropped.
-	EVs []uint32
+	EVs []wire.EV
 	// Planes keeps only records about these planes, like EVs.
 	Planes []int
 	// Sample, when above 1, keeps about one packet in Sample: every
@@ -151,7 +152,7 @@ func ParseFilter(s string) (Filter, error) {
 				if key == "qpn" {
 					f.QPNs = append(f.QPNs, uint32(n))
 				} else {
-					f.EVs = append(f.EVs, uint32(n))
+					f.EVs = append(f.EVs, wire.EV(n))
 				}
 			}
 		case "plane":

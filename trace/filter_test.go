@@ -7,6 +7,7 @@ import (
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/wire"
 )
 
 func TestFilterMatch(t *testing.T) {
@@ -27,10 +28,10 @@ func TestFilterMatch(t *testing.T) {
 		{trace.Filter{From: 100, To: 101}, sent, true},
 		{trace.Filter{From: 101}, sent, false},
 		{trace.Filter{To: 100}, sent, false},
-		{trace.Filter{EVs: []uint32{0xc0001001}}, sent, true},
-		{trace.Filter{EVs: []uint32{0xc0001001}}, evs, true},
-		{trace.Filter{EVs: []uint32{0xc0001002}}, sent, false},
-		{trace.Filter{EVs: []uint32{0xc0001001}}, cwnd, false},
+		{trace.Filter{EVs: []wire.EV{0xc0001001}}, sent, true},
+		{trace.Filter{EVs: []wire.EV{0xc0001001}}, evs, true},
+		{trace.Filter{EVs: []wire.EV{0xc0001002}}, sent, false},
+		{trace.Filter{EVs: []wire.EV{0xc0001001}}, cwnd, false},
 		{trace.Filter{Planes: []int{1}}, sent, true},
 		{trace.Filter{Planes: []int{0}}, sent, false},
 		{trace.Filter{Planes: []int{1}}, qps, false},

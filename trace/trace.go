@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
 )
 
 // Kind says what a Record reports.
@@ -58,7 +59,7 @@ type Record struct {
 	Kind  Kind
 	QPN   uint32
 	PSN   uint32
-	EV    uint32
+	EV    wire.EV
 	Plane int
 	Bytes int // payload bytes of the packet
 

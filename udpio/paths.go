@@ -15,7 +15,7 @@ import (
 // PathTable is a node's static SRv6 configuration (digest §3.12): for each
 // peer port address, the uSID containers of the paths that reach it. An
 // EV of plane p towards peer port address a takes path
-// Paths(a)[wire.EV(ev).Path() % len(Paths(a))], so EVs with distinct path
+// Paths(a)[ev.Path() % len(Paths(a))], so EVs with distinct path
 // indices spread over the listed paths, and a path index names one
 // physical path (in a two-tier plane, one T1).
 //
@@ -107,8 +107,8 @@ func (t *PathTable) PathFunc(remote []netip.Addr) (mrc.PathFunc, int, error) {
 		}
 		most = max(most, len(byPlane[p]))
 	}
-	return func(plane int, ev uint32) [16]byte {
+	return func(plane int, ev wire.EV) [16]byte {
 		ps := byPlane[plane]
-		return ps[wire.EV(ev).Path()%len(ps)]
+		return ps[ev.Path()%len(ps)]
 	}, most, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/openmrc/mrc/internal/evset"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/wire"
 )
 
 // EventKind says what an Event reports.
@@ -75,13 +76,13 @@ type Event struct {
 	Err   error  // nil on success
 
 	// EventEVState
-	EV       uint32
+	EV       wire.EV
 	Plane    int
 	From, To EVState
 	Reason   EVReason
 
 	// EventPeerPorts
-	PortsUp uint32 // bit p set: the peer's port p is up
+	PortsUp PortMask // the peer's ports that are up
 }
 
 func (e Event) String() string {
@@ -98,7 +99,7 @@ func (e Event) String() string {
 	case EventQPError:
 		return fmt.Sprintf("%v qp=%d err=%v", e.Kind, e.QPN, e.Err)
 	case EventEVState:
-		return fmt.Sprintf("%v qp=%d ev=%#08x plane=%d %v->%v (%v)", e.Kind, e.QPN, e.EV, e.Plane, e.From, e.To, e.Reason)
+		return fmt.Sprintf("%v qp=%d ev=%v plane=%d %v->%v (%v)", e.Kind, e.QPN, e.EV, e.Plane, e.From, e.To, e.Reason)
 	case EventPeerPorts:
 		return fmt.Sprintf("%v qp=%d up=%#x", e.Kind, e.QPN, e.PortsUp)
 	}

@@ -165,9 +165,9 @@ func makeTransferCapture(t *testing.T, dir string) *testCapture {
 		case ev.Kind == verbs.EventRecvImm:
 			imms++
 		case ev.Kind == verbs.EventEVState && s == testnet.A && ev.To == verbs.EVAssumedBad:
-			c.retired = append(c.retired, ev.EV)
+			c.retired = append(c.retired, uint32(ev.EV))
 		case ev.Kind == verbs.EventEVState && s == testnet.A && ev.From == verbs.EVAssumedBad:
-			c.resurrected = append(c.resurrected, ev.EV)
+			c.resurrected = append(c.resurrected, uint32(ev.EV))
 		case ev.Kind == verbs.EventQPError:
 			t.Fatalf("QP error: %v", ev.Err)
 		}

@@ -579,7 +579,7 @@ func TestSimCapture(t *testing.T) {
 		}
 		kinds[rec.Kind]++
 		if rec.Kind == trace.EVState && rec.Host == "h4" && rec.To == "ASSUMED_BAD" {
-			retired[rec.EV] = true
+			retired[uint32(rec.EV)] = true
 		}
 	}
 	if len(retired) == 0 || kinds[trace.PacketNacked] == 0 || kinds[trace.PacketRetransmitted] == 0 || kinds[trace.PacketSent] != 0 {

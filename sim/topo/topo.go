@@ -182,8 +182,8 @@ func (t *Topology) Hops() int {
 
 // Paths returns the path function (an mrc.PathFunc) for host src's QP
 // towards host dst: the uSID container for each plane and EV (digest
-// §3.12). The T1 (and, in three tiers, T2) is chosen by wire.EV(ev).Path().
-func (t *Topology) Paths(src, dst int) func(plane int, ev uint32) [16]byte {
+// §3.12). The T1 (and, in three tiers, T2) is chosen by ev.Path().
+func (t *Topology) Paths(src, dst int) func(plane int, ev wire.EV) [16]byte {
 	pr := &pathRule{t: t, src: int32(src), dst: int32(dst)}
 	return pr.path
 }
@@ -193,7 +193,7 @@ type pathRule struct {
 	src, dst int32
 }
 
-func (r *pathRule) path(plane int, ev uint32) [16]byte {
+func (r *pathRule) path(plane int, ev wire.EV) [16]byte {
 	t := r.t
 	la := &t.Links[t.HostLink[int(r.src)*t.Planes+plane]]
 	lb := &t.Links[t.HostLink[int(r.dst)*t.Planes+plane]]
@@ -206,7 +206,7 @@ func (r *pathRule) path(plane int, ev uint32) [16]byte {
 		ids[0], ids[1], n = a.USID, last, 2
 	case t.Kind == "clos3":
 		c := &t.clos3
-		k := wire.EV(ev).Path() % (c.T0Up * c.T1Up)
+		k := ev.Path() % (c.T0Up * c.T1Up)
 		agg, core := k/c.T1Up, k%c.T1Up
 		aggA := &t.Switches[t.tierStart[0][1]+a.Pod*c.T0Up+agg]
 		if a.Pod == b.Pod {
@@ -218,7 +218,7 @@ func (r *pathRule) path(plane int, ev uint32) [16]byte {
 			n = 6
 		}
 	default:
-		k := wire.EV(ev).Path() % t.clos2.T0Up
+		k := ev.Path() % t.clos2.T0Up
 		t1 := &t.Switches[t.tierStart[plane][1]+k]
 		ids[0], ids[1], ids[2], ids[3], n = a.USID, t1.USID, b.USID, last, 4
 	}

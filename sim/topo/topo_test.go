@@ -129,7 +129,7 @@ func TestSRv6PathsClos2(t *testing.T) {
 			t1s := map[int]bool{}
 			for k := range tp.PathsPerPlane() {
 				ev := uint32(0xC0000000) | uint32(plane)<<12 | uint32(k)
-				h, port, path := walk(t, tp, sws, src, plane, paths(plane, ev), ev)
+				h, port, path := walk(t, tp, sws, src, plane, paths(plane, wire.EV(ev)), ev)
 				if h != dst || port != plane {
 					t.Fatalf("%d->%d plane %d EV path %d reached h%d port %d", src, dst, plane, k, h, port)
 				}
@@ -169,7 +169,7 @@ func TestSRv6PathsClos3(t *testing.T) {
 		seen := map[string]bool{}
 		for k := range tp.PathsPerPlane() {
 			ev := uint32(0xC0000000 | k)
-			h, _, path := walk(t, tp, sws, pair[0], 0, paths(0, ev), ev)
+			h, _, path := walk(t, tp, sws, pair[0], 0, paths(0, wire.EV(ev)), ev)
 			if h != pair[1] {
 				t.Fatalf("%v: EV %d reached h%d", pair, k, h)
 			}

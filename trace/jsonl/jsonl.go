@@ -14,6 +14,7 @@ import (
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/wire"
 )
 
 // Writer writes records as JSON lines, one object per record, in the
@@ -141,7 +142,7 @@ func Append(b []byte, r *trace.Record, host string) []byte {
 	return append(b, '}')
 }
 
-func appendEV(b []byte, ev uint32) []byte {
+func appendEV(b []byte, ev wire.EV) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, `"0x`...)
 	for s := 28; s >= 0; s -= 4 {
@@ -250,7 +251,7 @@ func (jr *Reader) Next() (Line, error) {
 			}
 		}
 		return Line{Host: l.Host, Record: trace.Record{
-			Time: mtime.Time(*l.T), Kind: k, QPN: l.QPN, PSN: l.PSN, EV: uint32(ev), Plane: l.Plane,
+			Time: mtime.Time(*l.T), Kind: k, QPN: l.QPN, PSN: l.PSN, EV: wire.EV(ev), Plane: l.Plane,
 			Bytes: l.Bytes, Cwnd: l.Cwnd, Inflight: l.Inflight, From: l.From, To: l.To, Reason: l.Reason,
 		}}, nil
 	}

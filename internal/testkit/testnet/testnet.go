@@ -170,8 +170,8 @@ func (n *Net) Now() mtime.Time { return n.now }
 // Paths is a PathFunc for SRv6 modes: a uSID container naming the path
 // (the T1 of the plane), the destination's T0 and the destination port.
 func Paths(dst Side) mrc.PathFunc {
-	return func(plane int, ev uint32) [16]byte {
-		return wire.F3216.Container(block, uint32(0x1000*plane+wire.EV(ev).Path()), uint32(0x2000+plane), hostCSID(dst, plane))
+	return func(plane int, ev wire.EV) [16]byte {
+		return wire.F3216.Container(block, uint32(0x1000*plane+ev.Path()), uint32(0x2000+plane), hostCSID(dst, plane))
 	}
 }
 

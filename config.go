@@ -218,10 +218,10 @@ type RTSAttr struct {
 	MPR int
 	// MaxWimm bounds the WRITE_IMMs in flight (MRC_QP_MAX_WIMM; default 128).
 	MaxWimm int
-	// Timeout is the local ACK timeout exponent: 1.024 µs × 2^Timeout
-	// without progress counts one retry (MRC_QP_TIMEOUT; default 8,
-	// 262 µs; 1..24).
-	Timeout int
+	// TimeoutExp is the local ACK timeout exponent: 1.024 µs ×
+	// 2^TimeoutExp without progress counts one retry (MRC_QP_TIMEOUT;
+	// default 8, 262 µs; 1..24).
+	TimeoutExp int
 	// RetryLinear is the number of retries at the fixed timeout (1..7,
 	// default 7); RetryExp the number after it with the timeout doubling
 	// each time, up to 2^16 timeouts (1..25; default RetryForever, the OCP

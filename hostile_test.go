@@ -307,7 +307,7 @@ func TestVerbErrors(t *testing.T) {
 	if err := q.ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: 0x300, Remote: peer}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.ReadyToSend(0, mrc.RTSAttr{Timeout: 30}); !errors.Is(err, verbs.ErrInvalidAttr) {
+	if err := q.ReadyToSend(0, mrc.RTSAttr{TimeoutExp: 30}); !errors.Is(err, verbs.ErrInvalidAttr) {
 		t.Fatalf("timeout 30: %v", err)
 	}
 	if err := q.ReadyToSend(0, mrc.RTSAttr{}); err != nil {
@@ -352,7 +352,7 @@ func TestVerbErrors(t *testing.T) {
 func TestAllPathsDead(t *testing.T) {
 	const paths = 8
 	x := newTransfer(t, testnet.Config{Seed: 5, Planes: 2}, mrc.EVProfile{PathsPerPlane: paths, ActivePerPlane: 4},
-		mrc.RTSAttr{Timeout: 6, RetryLinear: 2, RetryExp: 3}, 4<<20)
+		mrc.RTSAttr{TimeoutExp: 6, RetryLinear: 2, RetryExp: 3}, 4<<20)
 	x.postAll(4)
 	x.net.RunUntil(mtime.Time(20*time.Microsecond), func() bool { return false })
 	cut := x.net.Now()

@@ -213,8 +213,8 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 	if a.MaxWimm == 0 {
 		a.MaxWimm = 128
 	}
-	if a.Timeout == 0 {
-		a.Timeout = 8
+	if a.TimeoutExp == 0 {
+		a.TimeoutExp = 8
 	}
 	if a.RetryLinear == 0 {
 		a.RetryLinear = 7
@@ -233,8 +233,8 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 		return fmt.Errorf("%w: MPR %d, want 1..255", verbs.ErrInvalidAttr, a.MPR)
 	case a.MaxWimm < 1 || a.MaxWimm > 1<<15:
 		return fmt.Errorf("%w: max WRITE_IMM %d", verbs.ErrInvalidAttr, a.MaxWimm)
-	case a.Timeout < 1 || a.Timeout > 24:
-		return fmt.Errorf("%w: timeout exponent %d, want 1..24", verbs.ErrInvalidAttr, a.Timeout)
+	case a.TimeoutExp < 1 || a.TimeoutExp > 24:
+		return fmt.Errorf("%w: timeout exponent %d, want 1..24", verbs.ErrInvalidAttr, a.TimeoutExp)
 	case a.RetryLinear > 7 || a.RetryExp > RetryForever:
 		return fmt.Errorf("%w: retry counts %d/%d, want ≤7/≤%d", verbs.ErrInvalidAttr, a.RetryLinear, a.RetryExp, RetryForever)
 	case a.SQDepth < 1 || a.SQDepth > 1<<16:

@@ -39,7 +39,7 @@ func TestRandomLossNeverEndsATransfer(t *testing.T) {
 
 func runRandomLoss(t *testing.T, loss float64, seed uint64) {
 	cfg := testnet.Config{Seed: seed, Planes: 1, Loss: loss, Delay: 50 * time.Microsecond, BaseRTT: 100 * time.Microsecond, LossTimeout: 20 * time.Millisecond}
-	rts := mrc.RTSAttr{Timeout: 16, RetryLinear: 7, RetryExp: 2, SQDepth: 16} // mrc perf's defaults
+	rts := mrc.RTSAttr{TimeoutExp: 16, RetryLinear: 7, RetryExp: 2, SQDepth: 16} // mrc perf's defaults
 	x := newTransfer(t, cfg, mrc.EVProfile{ActivePerPlane: 16}, rts, 16<<20)
 	const hole = 100 + 500 // testnet's first PSN is 100
 	holeSent, sacksKilled := 0, 0

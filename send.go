@@ -143,7 +143,7 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		wqes:         make([]wqe, 4),
 		sqDepth:      a.SQDepth,
 		maxWimm:      a.MaxWimm,
-		timeout:      time.Duration(1024<<a.Timeout) * time.Nanosecond,
+		timeout:      time.Duration(1024<<a.TimeoutExp) * time.Nanosecond,
 		retryLinear:  a.RetryLinear,
 		retryExp:     a.RetryExp,
 		lastProgress: now,

@@ -206,7 +206,7 @@ func newDuo(t *testing.T, c golden.Cmd) *duo {
 		if err := d.qps[s].ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: d.qps[o].QPN(), Remote: remote, RecvPSN: 100}); err != nil {
 			t.Fatal(err)
 		}
-		rts := mrc.RTSAttr{SendPSN: 100, Timeout: c.Int(t, "timeout", 0), RetryLinear: c.Int(t, "linear", 0), RetryExp: c.Int(t, "exp", 0)}
+		rts := mrc.RTSAttr{SendPSN: 100, TimeoutExp: c.Int(t, "timeout", 0), RetryLinear: c.Int(t, "linear", 0), RetryExp: c.Int(t, "exp", 0)}
 		if err := d.qps[s].ReadyToSend(0, rts); err != nil {
 			t.Fatal(err)
 		}

@@ -454,7 +454,7 @@ func Run(ctx context.Context, cfg ClientConfig) (*Result, error) {
 		if err := q.ReadyToReceive(now, rtr); err != nil {
 			return err
 		}
-		if err := q.ReadyToSend(now, mrc.RTSAttr{Timeout: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks, SendPSN: ses.psn}); err != nil {
+		if err := q.ReadyToSend(now, mrc.RTSAttr{TimeoutExp: timeout, RetryLinear: lin, RetryExp: exp, SQDepth: cfg.RingChunks, SendPSN: ses.psn}); err != nil {
 			return err
 		}
 		st.start, st.lastDone = now, now

@@ -284,10 +284,10 @@ type ConnectAttr struct {
 	// A17's recommendation), the flow label non-zero.
 	SrcPort   uint16
 	FlowLabel uint32
-	// Timeout is the local ACK timeout exponent: 4.096 µs × 2^Timeout
-	// without progress counts one retry (IBTA Vol. 1 §9.7.6.1.3; default
-	// 14, 67 ms, perftest's default; 1..31).
-	Timeout int
+	// TimeoutExp is the local ACK timeout exponent: 4.096 µs ×
+	// 2^TimeoutExp without progress counts one retry (IBTA Vol. 1
+	// §9.7.6.1.3; default 14, 67 ms, perftest's default; 1..31).
+	TimeoutExp int
 	// RetryCount is how many times the requester resends after a timeout
 	// or a sequence-error NAK without progress before the QP fails with
 	// mrc.ErrNoPath (0..7, default 7; negative means 0).
@@ -310,8 +310,8 @@ type ConnectAttr struct {
 const maxOutstanding = 1<<23 - 1
 
 func (a *ConnectAttr) withDefaults() {
-	if a.Timeout == 0 {
-		a.Timeout = 14
+	if a.TimeoutExp == 0 {
+		a.TimeoutExp = 14
 	}
 	if a.RetryCount == 0 {
 		a.RetryCount = 7
@@ -348,8 +348,8 @@ func (a *ConnectAttr) validate(ports int) error {
 		return bad("UDP source port %#x outside 0xC000–0xFFFF", a.SrcPort)
 	case a.FlowLabel > 1<<20-1:
 		return bad("flow label %#x is not 20-bit", a.FlowLabel)
-	case a.Timeout < 1 || a.Timeout > 31:
-		return bad("timeout exponent %d, want 1..31", a.Timeout)
+	case a.TimeoutExp < 1 || a.TimeoutExp > 31:
+		return bad("timeout exponent %d, want 1..31", a.TimeoutExp)
 	case a.RetryCount > 7 || a.RNRRetry > 7:
 		return bad("retry counts %d/%d, want 0..7", a.RetryCount, a.RNRRetry)
 	case a.MinRNRTimer < 1 || a.MinRNRTimer > 31:

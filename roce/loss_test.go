@@ -83,7 +83,7 @@ func TestGoBackNRandomLoss(t *testing.T) {
 	for _, loss := range []float64{0.001, 0.01, 0.05} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("loss=%g/seed=%d", loss, seed), func(t *testing.T) {
-				x := newTransfer(t, tnetConfig{Seed: seed, Loss: loss}, ConnectAttr{Timeout: 4}, 2<<20)
+				x := newTransfer(t, tnetConfig{Seed: seed, Loss: loss}, ConnectAttr{TimeoutExp: 4}, 2<<20)
 				x.postAll(seed, 3)
 				if !x.net.run(10*time.Second, x.finished) {
 					t.Fatalf("unfinished: %v", x)
@@ -118,7 +118,7 @@ func TestGoBackNRandomLoss(t *testing.T) {
 // mrc.ErrNoPath and flushes what is left.
 func TestRetryExhausted(t *testing.T) {
 	const retries = 3
-	x := newTransfer(t, tnetConfig{Seed: 6}, ConnectAttr{Timeout: 4, RetryCount: retries}, 1<<20)
+	x := newTransfer(t, tnetConfig{Seed: 6}, ConnectAttr{TimeoutExp: 4, RetryCount: retries}, 1<<20)
 	to := timeoutOf(4) // 65.536 µs
 	var lastHeard mtime.Time
 	x.net.Deliver = func(now mtime.Time, to int, _ []byte) {
@@ -175,7 +175,7 @@ func TestRetryCountsPerPSN(t *testing.T) {
 			return true
 		}
 		return false
-	}}, ConnectAttr{Timeout: 4, RetryCount: retries}, 1<<20)
+	}}, ConnectAttr{TimeoutExp: 4, RetryCount: retries}, 1<<20)
 	x.postAll(8, 0)
 	x.net.run(time.Second, func() bool { return len(x.errs) > 0 })
 	if len(x.errs) == 0 || !errors.Is(x.errs[0].Err, verbs.ErrNoPath) {
@@ -205,7 +205,7 @@ func TestLostFinalAck(t *testing.T) {
 			droppedAt = x.net.now
 		}
 		return x.net.now < droppedAt.Add(10*time.Microsecond) // every ACK sent once B has it all
-	}}, ConnectAttr{Timeout: 4}, 1<<18)
+	}}, ConnectAttr{TimeoutExp: 4}, 1<<18)
 	x.postAll(12, 2)
 	if !x.net.run(time.Second, x.finished) {
 		t.Fatalf("unfinished: %v", x)

@@ -63,7 +63,7 @@ func (s *requester) init(now mtime.Time, a ConnectAttr) {
 		maxOut:       a.MaxOutstanding,
 		wqes:         make([]wqe, 4),
 		sqDepth:      a.SQDepth,
-		timeout:      timeoutOf(a.Timeout),
+		timeout:      timeoutOf(a.TimeoutExp),
 		retryCnt:     a.RetryCount,
 		rnrRetry:     a.RNRRetry,
 		lastProgress: now,

@@ -110,7 +110,7 @@ func TestPathIsFixed(t *testing.T) {
 		t.Fatal("the seed does not change the paths")
 	}
 
-	x := newTransfer(t, tnetConfig{Seed: 3, Loss: 0.01}, ConnectAttr{Timeout: 4}, 1<<20)
+	x := newTransfer(t, tnetConfig{Seed: 3, Loss: 0.01}, ConnectAttr{TimeoutExp: 4}, 1<<20)
 	want := map[int][2]uint32{}
 	for h, q := range []*QP{x.qa, x.qb} {
 		sp, fl := q.Path()
@@ -249,7 +249,7 @@ func TestTrace(t *testing.T) {
 		reasons[r.Reason]++
 	})
 	x := newTransfer(t, tnetConfig{Seed: 2, Loss: 0.02, Tracer: tr, MarkProb: 0.05},
-		ConnectAttr{Timeout: 4}, 1<<20)
+		ConnectAttr{TimeoutExp: 4}, 1<<20)
 	x.postAll(2, 2)
 	if !x.net.run(time.Second, x.finished) {
 		t.Fatalf("unfinished: %v", x)

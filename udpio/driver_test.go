@@ -114,8 +114,8 @@ func connect(t testing.TB, a, b *side, ba, bb udpio.Bind, rts mrc.RTSAttr) {
 	t.Helper()
 	// A loaded test machine stalls processes for longer than the core's
 	// default retry budget (about 70 ms); these tests are about bytes.
-	if rts.Timeout == 0 {
-		rts.Timeout = 14
+	if rts.TimeoutExp == 0 {
+		rts.TimeoutExp = 14
 	}
 	if rts.RetryExp == 0 {
 		rts.RetryExp = mrc.RetryForever

@@ -169,7 +169,7 @@ func connectNative(t *testing.T, a, b *nativeSide, pathsA, pathsB *udpio.PathTab
 			for i := range 64 {
 				x.s.qp.PostRecv(uint64(i))
 			}
-			return x.s.qp.ReadyToSend(now, mrc.RTSAttr{Timeout: 14, RetryExp: mrc.RetryForever})
+			return x.s.qp.ReadyToSend(now, mrc.RTSAttr{TimeoutExp: 14, RetryExp: mrc.RetryForever})
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -193,3 +193,60 @@ func Submit(script string) (string, error) {
 	job, _, _ := strings.Cut(strings.TrimSpace(sout.String()), ";") // "ID" or "ID;CLUSTER"
 	return job, nil
 }
+
+// SlurmJob is a job array PrepareSlurm wrote: its script, the cells it
+// runs (nil: every cell) and what each task gets.
+type SlurmJob struct {
+	Script    string
+	Cells     []int
+	Resources Resources
+	sw        *Sweep
+	o         SlurmOptions
+}
+
+// PrepareSlurm writes the script of a job array for the cells of o.Dir
+// that have no result yet, as Run would run them, and creates the
+// directory of the tasks' output. o.File and o.Dir are made absolute:
+// the tasks run on other nodes. It returns a nil job when every cell has
+// its result.
+func (sw *Sweep) PrepareSlurm(o SlurmOptions, r Resources) (*SlurmJob, error) {
+	o.File, o.Dir = absPath(o.File), absPath(o.Dir)
+	todo := sw.Unfinished(o.Dir)
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	cells := todo
+	if len(todo) == sw.nCells {
+		cells = nil
+	}
+	script, err := sw.WriteSlurmScript(o, r, cells)
+	if err != nil {
+		return nil, err
+	}
+	return &SlurmJob{Script: script, Cells: cells, Resources: r, sw: sw, o: o}, nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// Summary says in one line what the job runs and what each task gets.
+func (j *SlurmJob) Summary() string {
+	sw, r := j.sw, j.Resources
+	mem, tm := j.o.Mem, "time limit "+j.o.Time
+	if mem == "" {
+		mem = fmt.Sprintf("%d MiB", r.MemMiB)
+	}
+	if j.o.Time == "" {
+		tm = fmt.Sprintf("%d min", r.Minutes)
+	}
+	what := fmt.Sprintf("%d cells", sw.nCells)
+	if j.Cells != nil {
+		what = fmt.Sprintf("%d of %d cells (the others have their results)", len(j.Cells), sw.nCells)
+	}
+	return fmt.Sprintf("%s: %s as a Slurm job array; each task %d CPU, %s memory, %s (the largest cell: %s NIC ports × %d transports; docs/sweep.md)",
+		sw.Name, what, j.o.CPUs, mem, tm, report.Count(r.Ports), r.Transports)
+}

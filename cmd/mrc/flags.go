@@ -49,6 +49,29 @@ func (fs *flagSet) parse(args []string) error {
 	return nil
 }
 
+// parseInterleaved parses args whose flags may come before, between or
+// after the positional arguments, and returns the positional ones.
+func (fs *flagSet) parseInterleaved(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// given returns the names of the flags set on the command line.
+func (fs *flagSet) given() map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 // printDefaults lists the flags as flag.PrintDefaults does, naming a
 // size or duration flag's argument "size" or "duration" where the flag
 // package, which does not know these types, would say "value".

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -283,9 +282,7 @@ func runPerfClient(args []string, stdout, stderr io.Writer) error {
 		return usagef("--trace-filter needs --trace")
 	}
 	if cfg.Native {
-		planesSet := false
-		fs.Visit(func(f *flag.Flag) { planesSet = planesSet || f.Name == "planes" })
-		if planesSet && cfg.Planes != len(ports) {
+		if fs.given()["planes"] && cfg.Planes != len(ports) {
 			return usagef("--planes %d but %d --ports", cfg.Planes, len(ports))
 		}
 		cfg.Planes = len(ports)

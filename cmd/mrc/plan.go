@@ -34,8 +34,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := fs.given()
 	if !set["gpus"] {
 		return usagef("--gpus N is required")
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,21 +56,12 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof; docs/sim.md, \"Performance\")")
 	memprofile := fs.String("memprofile", "", "write a heap profile to `FILE` when the run ends (allocations over the whole run)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal and the run takes more than 2 s), on, off")
-	// Flags may follow the scenario file: parse, take a positional
-	// argument, parse the rest.
-	var pos []string
-	for {
-		if err := fs.parse(args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	// Flags may follow the scenario file.
+	pos, err := fs.parseInterleaved(args)
+	if err != nil {
+		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := fs.given()
 
 	if *list {
 		if len(pos) > 0 || *preset != "" || *tm != "" {
@@ -105,7 +95,6 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	}
 
 	var s *scenario.Scenario
-	var err error
 	name := scenario.DefaultPreset
 	switch {
 	case len(pos) == 1:

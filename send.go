@@ -456,7 +456,9 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
 	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) && !sk.PR {
 		if r := s.rec(trig); r.state == pktInFlight && r.rtx == 0 {
-			rtt = now.Sub(r.sentAt)
+			// Without timestamps the field carries the responder's
+			// hold (holdStamp); a peer that leaves it zero holds nothing.
+			rtt = now.Sub(r.sentAt) - time.Duration(sk.CC.TxTimestamp)<<7
 		}
 	}
 	if rtt > 0 {

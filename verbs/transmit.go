@@ -36,8 +36,15 @@ type Transmit struct {
 // from ip and udp, the (inner) IPv6 and UDP headers the transport has just
 // encoded.
 func (t Transmit) Addressed(final [16]byte, ip *wire.IPv6, udp *wire.UDP) Transmit {
-	t.Dst, t.EV, t.TrafficClass = final, wire.JoinEV(udp.SrcPort, ip.FlowLabel), ip.TrafficClass
+	t.Address(final, ip, udp)
 	return t
+}
+
+// Address sets t's Dst to final and its EV and TrafficClass from ip and
+// udp, as Addressed does, in place: a transport that fills a Transmit its
+// host passed in copies nothing.
+func (t *Transmit) Address(final [16]byte, ip *wire.IPv6, udp *wire.UDP) {
+	t.Dst, t.EV, t.TrafficClass = final, wire.JoinEV(udp.SrcPort, ip.FlowLabel), ip.TrafficClass
 }
 
 // PacketKind classifies transmitted packets for hosts that keep statistics.

@@ -683,7 +683,7 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 }
 
 // writeCtrl encodes control packet c on EV slot into buf.
-func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) verbs.Transmit {
+func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
@@ -728,5 +728,5 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: q.evs.Value(slot), Plane: q.evs.Plane(slot)})
 		}
 	}
-	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: c.kind}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
+	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, c.kind)
 }

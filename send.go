@@ -366,7 +366,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	// AckRequest).
 	ackReq := rtx || last && s.wqeSend == s.wqeTail ||
 		q.cc.Window()-s.inflight < e.cfg.MTU
-	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: op, DestQP: q.remoteQPN, AckReq: ackReq, Rtx: rtx, TS: e.cfg.Timestamps, PSN: uint32(p)}
+	setBTH(&pk.BTH, op, q.remoteQPN, p, ackReq, rtx, e.cfg.Timestamps)
 	pk.METH = wire.METH{MSN: w.msn, RQMSN: w.rqmsn}
 	if e.cfg.Timestamps {
 		pk.TSETH = wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}

@@ -275,7 +275,10 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
 	size := segSize(w, s.seg, q.ep.cfg.MTU)
-	*s.rec(p) = txPkt{sentAt: now, wqe: uint32(s.wqeSend), seg: s.seg, size: size, slot: slot, state: pktInFlight}
+	// In place, field by field (see setBTH).
+	r := s.rec(p)
+	*r = txPkt{}
+	r.sentAt, r.wqe, r.seg, r.size, r.slot, r.state = now, uint32(s.wqeSend), s.seg, size, slot, pktInFlight
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}

@@ -82,6 +82,8 @@ type Event struct {
 
 	// EventPeerPorts
 	PortsUp uint32 // bit p set: the peer's port p is up
+
+	_ [8]byte // padding to 96 bytes, a multiple of 16 (see Transmit)
 }
 
 func (e Event) String() string {

@@ -181,20 +181,17 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte)
 	if free == 0 {
 		return verbs.Transmit{}, false
 	}
-	if e.epWork {
-		if tx, ok := e.pollEndpoint(now, free, buf); ok {
-			return tx, true
-		}
+	if e.epWork && e.pollEndpoint(now, free, buf, &tx) {
+		return tx, true
 	}
-	if tx, ok := e.pollEVAnswer(now, free, buf); ok {
+	if e.pollEVAnswer(now, free, buf, &tx) {
 		return tx, true
 	}
 	// Round-robin over ready QPs. A QP that has nothing at all to send
 	// leaves the list; one that only waits for another port stays.
 	for n := e.ready.Len(); n > 0; n-- {
 		q, _ := e.ready.Pop()
-		tx, res := q.poll(now, free, buf)
-		switch res {
+		switch q.poll(now, free, buf, &tx) {
 		case pollSent:
 			e.ready.Push(q)
 			e.schedule(q, now)
@@ -275,6 +272,14 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
+// describe fills tx for the packet e.tx just encoded into the transmit
+// buffer: n bytes there, wireLen on the wire, sent on port.
+func (e *Endpoint) describe(tx *verbs.Transmit, port, n, wireLen int, qpn uint32, kind verbs.PacketKind) {
+	pk := &e.tx
+	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = port, n, wireLen, qpn, kind
+	tx.Address(pk.Final(), &pk.IP, &pk.UDP)
+}
+
 // drop counts a discarded packet in s (the QP's or the endpoint's) and
 // traces it.
 func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.DropReason) {
@@ -284,12 +289,17 @@ func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.Dr
 	}
 }
 
-// tracePacket traces a data-packet event of q.
+// tracePacket traces a data-packet event of q. It is small enough to be
+// inlined: without a tracer, the per-packet cost is one test.
 func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
-	if t := q.ep.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
-			Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
+	if q.ep.cfg.Tracer != nil {
+		q.tracePacketTo(q.ep.cfg.Tracer, now, k, p, slot, bytes, reason)
 	}
+}
+
+func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
+	t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
+		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
 }
 
 // String describes the endpoint for debugging.

@@ -62,7 +62,7 @@ const (
 func (q *QP) probesByEndpoint() bool { return q.state == verbs.StateRTR }
 
 // writeEVProbe encodes an EV_PROBE request on EV slot and remembers it.
-func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte) verbs.Transmit {
+func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
@@ -77,7 +77,7 @@ func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte) verbs.Tra
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, 0, slot, 0, "")
-	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
+	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, verbs.KindProbe)
 }
 
 // onEVProbe queues the answer to an EV_PROBE request from peer pr that
@@ -123,10 +123,10 @@ func (e *Endpoint) onEVProbeAnswer(now mtime.Time, pr *peer, p *wire.Packet) {
 // pollEVAnswer writes the oldest owed EV_PROBE response, if a QP of its
 // peer can lend an EV on a free plane (the request's plane first). An
 // answer no QP of the peer can carry any more is dropped.
-func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool) {
+func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Transmit) bool {
 	ep := &e.evp
 	if ep.nOwed == 0 {
-		return verbs.Transmit{}, false
+		return false
 	}
 	a := &ep.owed[0]
 	alive := false
@@ -146,12 +146,13 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte)
 		pk.EPResp = wire.EPResponse{Op: wire.EPEVProbe, PortStatusMask: a.ev, TxTimestamp: a.ts}
 		n := len(wire.AppendPacket(buf[:0], pk, nil))
 		ep.popOwed()
-		return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, Kind: verbs.KindEndpoint}.Addressed(pk.Final(), &pk.IP, &pk.UDP), true
+		e.describe(tx, q.evs.Plane(slot), n, n, 0, verbs.KindEndpoint)
+		return true
 	}
 	if !alive {
 		ep.popOwed()
 	}
-	return verbs.Transmit{}, false
+	return false
 }
 
 func (ep *evProbes) popOwed() {

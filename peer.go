@@ -209,9 +209,9 @@ func (e *Endpoint) onEndpointTimer(now mtime.Time) {
 }
 
 // pollEndpoint writes a pending endpoint request or response, if any.
-func (e *Endpoint) pollEndpoint(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool) {
+func (e *Endpoint) pollEndpoint(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Transmit) bool {
 	if !e.epWork {
-		return verbs.Transmit{}, false
+		return false
 	}
 	for _, p := range e.peers {
 		// The peer's first QP that can reach it on a free plane lends
@@ -260,8 +260,9 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free verbs.PortMask, buf []byte)
 		}
 		n := len(wire.AppendPacket(buf[:0], pk, nil))
 		e.onEndpointTimer(now)
-		return verbs.Transmit{Port: plane, Len: n, WireLen: n, Kind: verbs.KindEndpoint}.Addressed(pk.Final(), &pk.IP, &pk.UDP), true
+		e.describe(tx, plane, n, n, 0, verbs.KindEndpoint)
+		return true
 	}
 	e.onEndpointTimer(now)
-	return verbs.Transmit{}, false
+	return false
 }

@@ -17,50 +17,56 @@ const (
 	pollSent                      // a packet was written
 )
 
-// poll writes q's next packet for one of the ports in free. Priority:
-// control packets (SACK, NACK), then probes of retired EVs, then
-// retransmissions, then new data.
-func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, pollResult) {
+// poll writes q's next packet for one of the ports in free into buf and
+// describes it in tx when it reports pollSent. Priority: control packets
+// (SACK, NACK), then probes of retired EVs, then retransmissions, then new
+// data.
+func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Transmit) pollResult {
 	q.now = now
 	if q.state < verbs.StateRTR || q.state == verbs.StateError {
-		return verbs.Transmit{}, pollIdle
+		return pollIdle
 	}
 	mask := uint32(free)
 	if q.rx.ctrlPending() {
 		c := q.rx.acks.ctrl.peek()
 		if slot, ok := q.pickCtrlEV(now, c.port, mask); ok {
-			tx := q.writeCtrl(now, c, slot, buf)
+			q.writeCtrl(now, c, slot, buf, tx)
 			q.rx.acks.ctrl.pop()
-			return tx, pollSent
+			return pollSent
 		}
 	}
 	if i, ok := q.tx.suspectDue(now); ok && q.state == verbs.StateRTS {
 		if slot, ok := q.tx.suspectProbeEV(q, now, i, mask); ok {
-			return q.tx.sendSuspectProbe(q, now, i, slot, buf), pollSent
+			q.tx.sendSuspectProbe(q, now, i, slot, buf, tx)
+			return pollSent
 		}
 	}
 	if slot, ok := q.evs.NextProbe(now, mask); ok {
 		if q.probesByEndpoint() {
-			return q.writeEVProbe(now, slot, buf), pollSent
+			q.writeEVProbe(now, slot, buf, tx)
+		} else {
+			q.writeProbe(now, slot, q.tx.una, buf, tx)
 		}
-		return q.writeProbe(now, slot, q.tx.una, buf), pollSent
+		return pollSent
 	}
 	if q.state == verbs.StateRTS {
 		s := &q.tx
 		if s.rtxReady(q, now) {
 			if slot, ok := q.pickRetransmitEV(now, mask); ok {
-				return s.sendRetransmit(q, now, slot, buf), pollSent
+				s.sendRetransmit(q, now, slot, buf, tx)
+				return pollSent
 			}
 		} else if s.newReady(q) {
 			if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
-				return s.sendNew(q, now, slot, buf), pollSent
+				s.sendNew(q, now, slot, buf, tx)
+				return pollSent
 			}
 		}
 	}
 	if q.hasWork(now) {
-		return verbs.Transmit{}, pollBlocked
+		return pollBlocked
 	}
-	return verbs.Transmit{}, pollIdle
+	return pollIdle
 }
 
 // hasWork reports whether q has a packet to send on some up port.
@@ -95,7 +101,7 @@ func (q *QP) pickCtrlEV(now mtime.Time, plane int, mask uint32) (evset.Slot, boo
 
 // writeProbe encodes a reliability probe on EV slot naming PSN p (digest
 // §3.7): the answer's ack_psn_offset names p, and its bitmap covers p.
-func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) verbs.Transmit {
+func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Data, wire.ECT0)
@@ -107,7 +113,7 @@ func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte) 
 	q.stats.ProbesSent++
 	q.timerDirty = true // the probe's deadline
 	q.tracePacket(now, trace.ProbeSent, p, slot, 0, "")
-	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: verbs.KindProbe}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
+	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, verbs.KindProbe)
 }
 
 // address fills the IP and UDP headers of pk for a packet of q on EV slot.
@@ -123,7 +129,10 @@ func (e *Endpoint) address(pk *wire.Packet, plane int, ev uint32, dst [16]byte, 
 	sport, flow := wire.SplitEV(wire.EV(ev))
 	tc := dscp<<2 | uint8(ecn)
 	src := e.ports[plane].addr
-	pk.IP = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoUDP, HopLimit: 64, Src: src, Dst: dst}
+	// Field by field (see setBTH).
+	ip := &pk.IP
+	ip.TrafficClass, ip.FlowLabel, ip.PayloadLen, ip.NextHeader, ip.HopLimit = tc, flow, 0, wire.ProtoUDP, 64
+	ip.Src, ip.Dst = src, dst
 	pk.UDP = wire.UDP{SrcPort: sport, DstPort: wire.UDPPortRoCEv2}
 	pk.Encap, pk.HasSRH, pk.FinalDst = false, false, [16]byte{}
 	switch e.cfg.Encap {
@@ -134,4 +143,16 @@ func (e *Endpoint) address(pk *wire.Packet, plane int, ev uint32, dst [16]byte, 
 		pk.Encap = true
 		pk.Outer = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoIPv6, HopLimit: 64, Src: src, Dst: paths(plane, wire.EV(ev))}
 	}
+}
+
+// setBTH sets h to the BTH of an MRC packet of q's: op to QP destQP with
+// PSN p and the given flags, the default P_Key, every other field zero.
+// It writes h in place, field by field: a composite literal assigned
+// through a pointer is built in a temporary and copied in 16-byte pieces,
+// which stall on the temporary's byte-wide stores (store forwarding) on
+// every packet.
+func setBTH(h *wire.BTH, op wire.Opcode, destQP uint32, p psn.PSN, ackReq, rtx, ts bool) {
+	*h = wire.BTH{}
+	h.PKey, h.Opcode, h.DestQP, h.PSN = wire.PKeyDefault, op, destQP, uint32(p)
+	h.AckReq, h.Rtx, h.TS = ackReq, rtx, ts
 }

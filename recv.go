@@ -96,10 +96,16 @@ func (r *receiver) ack() *acks {
 
 // queue adds a SACK or NACK to the control queue, counting what a full
 // queue drops.
-func (r *receiver) queue(q *QP, c ctrlPkt) {
-	if r.ack().ctrl.push(c) {
+func (r *receiver) queue(q *QP, c ctrlPkt) { *r.queueNew(q) = c }
+
+// queueNew adds a zero entry to the control queue for the caller to fill
+// in place, counting what a full queue drops.
+func (r *receiver) queueNew(q *QP) *ctrlPkt {
+	c, dropped := r.ack().ctrl.add()
+	if dropped {
 		q.stats.ControlDropped++
 	}
+	return c
 }
 
 // onProbe answers a reliability probe with a SACK (digest §3.7). A
@@ -579,25 +585,14 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		m = wire.SackSkipOnce
 	}
 	a := r.ack()
-	r.queue(q, ctrlPkt{
-		kind:    verbs.KindSACK,
-		seq:     a.sackSeq,
-		port:    r.trig.port,
-		psn:     cack,
-		ackOff:  clamp16(r.trig.psn.Sub(cack)),
-		sackOff: clamp16(base.Sub(cack)),
-		bitmap:  r.win.Bitmap(base),
-		ev:      r.trig.ev,
-		ts:      r.trig.ts,
-		timed:   r.trig.timed,
-		at:      r.trig.at,
-		m:       m,
-		probe:   probe,
-		ooo:     uint16(min(r.win.Ahead(), 1<<15-1)),
-		rcvd:    uint32((r.rcvdBytes + 255) / 256),
-		pen:     q.rcvPenalty(q.now),
-		restore: r.restore,
-	})
+	// Filled in place, field by field (see setBTH): this runs for every
+	// few packets.
+	c := r.queueNew(q)
+	c.kind, c.seq, c.port, c.psn = verbs.KindSACK, a.sackSeq, r.trig.port, cack
+	c.ackOff, c.sackOff, c.bitmap = clamp16(r.trig.psn.Sub(cack)), clamp16(base.Sub(cack)), r.win.Bitmap(base)
+	c.ev, c.ts, c.timed, c.at = r.trig.ev, r.trig.ts, r.trig.timed, r.trig.at
+	c.m, c.probe, c.ooo = m, probe, uint16(min(r.win.Ahead(), 1<<15-1))
+	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now), r.restore
 	r.restore = false
 	r.pendN = 0
 	a.sackSeq++
@@ -641,6 +636,14 @@ const ctrlQueueLen = 32
 
 // push queues p and reports whether an older entry had to be dropped.
 func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
+	e, dropped := c.add()
+	*e = p
+	return dropped
+}
+
+// add queues a zero entry and returns it, reporting whether an older
+// entry had to be dropped.
+func (c *ctrlQueue) add() (e *ctrlPkt, dropped bool) {
 	if c.size == ctrlQueueLen {
 		victim := 0
 		for i := range c.size {
@@ -656,9 +659,10 @@ func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
 		c.size--
 		dropped = true
 	}
-	c.buf[(c.head+c.size)%ctrlQueueLen] = p
+	e = &c.buf[(c.head+c.size)%ctrlQueueLen]
+	*e = ctrlPkt{}
 	c.size++
-	return dropped
+	return e, dropped
 }
 
 func (c *ctrlQueue) peek() *ctrlPkt { return &c.buf[c.head] }
@@ -685,31 +689,22 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 }
 
 // writeCtrl encodes control packet c on EV slot into buf.
-func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) verbs.Transmit {
+func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
 	pk := &e.tx
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	pk.PayloadLen = 0
 	switch c.kind {
 	case verbs.KindSACK:
-		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpSACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
-		pk.SACK = wire.SACK{
-			M:            c.m,
-			PR:           c.probe,
-			AckPSNOffset: c.ackOff,
-			Entropy:      wire.EV(c.ev),
-			CackPSN:      uint32(c.psn),
-			MPR:          uint8(q.rx.win.Size() / 128),
-			SackOffset:   c.sackOff,
-			SackBitmap:   c.bitmap,
-			CC: wire.CCState{
-				TxTimestamp: c.holdStamp(now),
-				OOOCount:    c.ooo,
-				RC:          c.restore,
-				RcvCwndPen:  c.pen,
-				RcvdBytes:   c.rcvd & (1<<24 - 1),
-			},
-		}
+		setBTH(&pk.BTH, wire.OpSACK, q.remoteQPN, c.psn, false, false, false)
+		// In place, field by field (see setBTH).
+		sk := &pk.SACK
+		*sk = wire.SACK{}
+		sk.M, sk.PR, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.ackOff, wire.EV(c.ev)
+		sk.CackPSN, sk.MPR = uint32(c.psn), uint8(q.rx.win.Size()/128)
+		sk.SackOffset, sk.SackBitmap = c.sackOff, c.bitmap
+		sk.CC.TxTimestamp, sk.CC.OOOCount, sk.CC.RC = c.holdStamp(now), c.ooo, c.restore
+		sk.CC.RcvCwndPen, sk.CC.RcvdBytes = c.pen, c.rcvd&(1<<24-1)
 	case verbs.KindNACK:
 		if c.aeth != 0 {
 			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpAck, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
@@ -730,5 +725,5 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte) 
 			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
 		}
 	}
-	return verbs.Transmit{Port: q.evs.Plane(slot), Len: n, WireLen: n, QPN: q.qpn, Kind: c.kind}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
+	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, c.kind)
 }

@@ -281,14 +281,17 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 }
 
 // sendNew writes the next new data packet on EV slot.
-func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) verbs.Transmit {
+func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	if s.nxt.Sub(s.una) >= len(s.ring) {
 		s.grow(max(s.nxt.Sub(s.una)+1, 16))
 	}
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
 	size := segSize(w, s.seg, q.ep.cfg.MTU)
-	*s.rec(p) = txPkt{sentAt: now, wqe: uint32(s.wqeSend), seg: s.seg, size: size, slot: slot, state: pktInFlight}
+	// In place, field by field (see setBTH).
+	r := s.rec(p)
+	*r = txPkt{}
+	r.sentAt, r.wqe, r.seg, r.size, r.slot, r.state = now, uint32(s.wqeSend), s.seg, size, slot, pktInFlight
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}
@@ -305,11 +308,11 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte) ver
 	q.stats.PayloadSent += uint64(size)
 	q.cc.OnSent(now, int(size), false)
 	q.tracePacket(now, trace.PacketSent, p, slot, size, "")
-	return q.writeData(now, buf, p, false)
+	q.writeData(now, buf, p, false, tx)
 }
 
 // sendRetransmit writes the oldest queued retransmission on EV slot.
-func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte) verbs.Transmit {
+func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
@@ -326,7 +329,7 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	q.stats.Retransmits++
 	q.cc.OnSent(now, int(r.size), true)
 	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
-	return q.writeData(now, buf, p, true)
+	q.writeData(now, buf, p, true, tx)
 }
 
 // pickRetransmitEV chooses an EV for a retransmission, avoiding the EV that
@@ -343,8 +346,8 @@ func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
 	return slot, ok
 }
 
-// writeData encodes the data packet of PSN p into buf.
-func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) verbs.Transmit {
+// writeData encodes the data packet of PSN p into buf and describes it in tx.
+func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verbs.Transmit) {
 	e, s := q.ep, &q.tx
 	r := s.rec(p)
 	w := s.wqe(uint64(r.wqe))
@@ -379,7 +382,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) verbs.Tr
 	// AckRequest).
 	ackReq := rtx || last && s.wqeSend == s.wqeTail ||
 		q.cc.Window()-s.inflight < e.cfg.MTU
-	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: op, DestQP: q.remoteQPN, AckReq: ackReq, Rtx: rtx, TS: e.cfg.Timestamps, PSN: uint32(p)}
+	setBTH(&pk.BTH, op, q.remoteQPN, p, ackReq, rtx, e.cfg.Timestamps)
 	pk.METH = wire.METH{MSN: w.msn, RQMSN: w.rqmsn}
 	if e.cfg.Timestamps {
 		pk.TSETH = wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}
@@ -396,7 +399,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool) verbs.Tr
 	if rtx {
 		kind = verbs.KindRetransmit
 	}
-	return verbs.Transmit{Port: q.evs.Plane(r.slot), Len: n, WireLen: pk.Len(), QPN: q.qpn, Kind: kind}.Addressed(pk.Final(), &pk.IP, &pk.UDP)
+	e.describe(tx, q.evs.Plane(r.slot), n, pk.Len(), q.qpn, kind)
 }
 
 // timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).
@@ -913,11 +916,11 @@ func (s *sender) suspectDue(now mtime.Time) (int, bool) {
 
 // sendSuspectProbe writes suspect i's probe on EV slot, another EV than
 // the suspect's when one is usable: it names the held PSN.
-func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte) verbs.Transmit {
+func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	sp := &s.suspects[i]
 	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
 	sp.tries++
-	return q.writeProbe(now, slot, sp.psn, buf)
+	q.writeProbe(now, slot, sp.psn, buf, tx)
 }
 
 // suspectProbeEV chooses the EV for suspect i's probe among the planes in

@@ -83,6 +83,8 @@ type Event struct {
 
 	// EventPeerPorts
 	PortsUp PortMask // the peer's ports that are up
+
+	_ [8]byte // padding to 96 bytes, a multiple of 16 (see Transmit)
 }
 
 func (e Event) String() string {

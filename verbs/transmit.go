@@ -30,14 +30,27 @@ type Transmit struct {
 	// TrafficClass is DSCP<<2 | ECN of its IPv6 header (every one, when
 	// encapsulated).
 	TrafficClass uint8
+
+	// Padding to 64 bytes. Go copies a record this size in 16-byte moves;
+	// at a size that is not a multiple of 16 the last two overlap, and
+	// the second copy of a returned record (every host makes one) stalls
+	// on store forwarding.
+	_ [8]byte
 }
 
 // Addressed returns t with Dst set to final and EV and TrafficClass taken
 // from ip and udp, the (inner) IPv6 and UDP headers the transport has just
 // encoded.
 func (t Transmit) Addressed(final [16]byte, ip *wire.IPv6, udp *wire.UDP) Transmit {
-	t.Dst, t.EV, t.TrafficClass = final, wire.JoinEV(udp.SrcPort, ip.FlowLabel), ip.TrafficClass
+	t.Address(final, ip, udp)
 	return t
+}
+
+// Address sets t's Dst to final and its EV and TrafficClass from ip and
+// udp, as Addressed does, in place: a transport that fills a Transmit its
+// host passed in copies nothing.
+func (t *Transmit) Address(final [16]byte, ip *wire.IPv6, udp *wire.UDP) {
+	t.Dst, t.EV, t.TrafficClass = final, wire.JoinEV(udp.SrcPort, ip.FlowLabel), ip.TrafficClass
 }
 
 // PacketKind classifies transmitted packets for hosts that keep statistics.

@@ -88,20 +88,21 @@ func (h *BTH) Decode(b []byte) (int, error) {
 	}
 	b = b[:BTHLen]
 	f, a := b[bthOffFlags], b[bthOffAck]
-	*h = BTH{
-		Opcode: Opcode(b[bthOffOpcode]),
-		SE:     f&bthSE != 0,
-		MigReq: f&bthMigReq != 0,
-		PadCnt: f >> bthPadShift & bthPadMask,
-		TVer:   f & bthTVerMask,
-		PKey:   binary.BigEndian.Uint16(b[bthOffPKey:]),
-		Resv8a: b[bthOffResv8a],
-		DestQP: get24(b[bthOffDestQP:]),
-		AckReq: a&bthAckReq != 0,
-		Rtx:    a&bthRtx != 0,
-		TS:     a&bthTS != 0,
-		Resv:   a & BTHResvMask,
-		PSN:    get24(b[bthOffPSN:]),
-	}
+	// Field by field, not *h = BTH{...}: a composite literal through a
+	// pointer is built in a temporary and copied in 16-byte pieces, which
+	// stall on its byte-wide stores (store forwarding). Every field is set.
+	h.Opcode = Opcode(b[bthOffOpcode])
+	h.SE = f&bthSE != 0
+	h.MigReq = f&bthMigReq != 0
+	h.PadCnt = f >> bthPadShift & bthPadMask
+	h.TVer = f & bthTVerMask
+	h.PKey = binary.BigEndian.Uint16(b[bthOffPKey:])
+	h.Resv8a = b[bthOffResv8a]
+	h.DestQP = get24(b[bthOffDestQP:])
+	h.AckReq = a&bthAckReq != 0
+	h.Rtx = a&bthRtx != 0
+	h.TS = a&bthTS != 0
+	h.Resv = a & BTHResvMask
+	h.PSN = get24(b[bthOffPSN:])
 	return BTHLen, nil
 }

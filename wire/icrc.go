@@ -62,7 +62,7 @@ func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
 	copy(h[ipv6OffSrc+o:], src[:])
 	copy(h[ipv6OffDst+o:], finalDst[:])
 	m := maskUDP(h[IPv6Len+o:], udp)
-	return crc32.Update(crcUpdate(icrcSeed, h[:IPv6Len+o+m]), crc32.IEEETable, udp[m:])
+	return crcRest(crcUpdate(icrcSeed, h[:IPv6Len+o+m]), udp[m:])
 }
 
 // maskUDP copies the UDP header and BTH at the start of udp (or what
@@ -84,8 +84,24 @@ func maskUDP(h, udp []byte) int {
 func icrcUDP(crc uint32, udp []byte) uint32 {
 	var h [UDPLen + BTHLen]byte
 	n := maskUDP(h[:], udp)
-	return crc32.Update(crcUpdate(crc, h[:n]), crc32.IEEETable, udp[n:])
+	return crcRest(crcUpdate(crc, h[:n]), udp[n:])
 }
+
+// crcRest continues crc over p, the part of a datagram after its masked
+// headers: with hash/crc32, which runs the CPU's carry-less multiplies
+// over 64 bytes or more, and with crcUpdate below that, where hash/crc32
+// would run the same table algorithm behind its dispatch (a SACK's rest
+// is 40 bytes).
+func crcRest(crc uint32, p []byte) uint32 {
+	if len(p) < crcHardwareMin {
+		return crcUpdate(crc, p)
+	}
+	return crc32.Update(crc, crc32.IEEETable, p)
+}
+
+// crcHardwareMin is the shortest input hash/crc32 hands to its
+// carry-less multiply code on amd64; shorter ones it hashes with tables.
+const crcHardwareMin = 64
 
 // crcTables holds the slicing-by-8 tables for the IEEE polynomial: entry
 // k of table j is the CRC of byte k followed by j zero bytes.

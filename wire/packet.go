@@ -212,11 +212,11 @@ func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
 	}
 	p.putExt(w[UDPLen+BTHLen : UDPLen+hlen])
 
+	if !p.Trimmed && n > len(payload) {
+		return b // phantom payload
+	}
 	final := p.Final()
 	if !p.Trimmed {
-		if n > len(payload) {
-			return b // phantom payload
-		}
 		b = append(b, payload...)
 		b = append(b, zeroPad[:pad(n)]...)
 		if p.NoCRC {

@@ -126,14 +126,13 @@ func (c *CCState) Decode(b []byte) (int, error) {
 func (c *CCState) get(b []byte) {
 	b = b[:CCStateLen]
 	o := binary.BigEndian.Uint16(b[ccsOffOOO:])
-	*c = CCState{
-		TxTimestamp: binary.BigEndian.Uint16(b[ccsOffTimestamp:]),
-		Resv:        uint8(o >> 15),
-		OOOCount:    o & ccsOOOMask,
-		RC:          b[ccsOffPen]&ccsRC != 0,
-		RcvCwndPen:  b[ccsOffPen] & ccsPenMask,
-		RcvdBytes:   get24(b[ccsOffRcvd:]),
-	}
+	// Every field, one by one (see BTH.Decode).
+	c.TxTimestamp = binary.BigEndian.Uint16(b[ccsOffTimestamp:])
+	c.Resv = uint8(o >> 15)
+	c.OOOCount = o & ccsOOOMask
+	c.RC = b[ccsOffPen]&ccsRC != 0
+	c.RcvCwndPen = b[ccsOffPen] & ccsPenMask
+	c.RcvdBytes = get24(b[ccsOffRcvd:])
 }
 
 // SACK is the body of a RELIABILITY_SACK packet: the SETH and its CC_STATE

@@ -60,10 +60,9 @@ func (h *TSETH) Decode(b []byte) (int, error) {
 
 func (h *TSETH) get(b []byte) {
 	f := binary.BigEndian.Uint16(b[tsethOffFlags:])
-	*h = TSETH{
-		TxTimestamp: binary.BigEndian.Uint16(b[tsethOffTimestamp:]),
-		TSR:         f&tsethTSR != 0,
-		Resv:        f >> tsethResvShift & tsethResvMask,
-		FType:       uint8(f & tsethFTypeMask),
-	}
+	// Every field, one by one (see BTH.Decode).
+	h.TxTimestamp = binary.BigEndian.Uint16(b[tsethOffTimestamp:])
+	h.TSR = f&tsethTSR != 0
+	h.Resv = f >> tsethResvShift & tsethResvMask
+	h.FType = uint8(f & tsethFTypeMask)
 }

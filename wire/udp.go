@@ -100,23 +100,37 @@ func add(a, b uint64) uint64 {
 }
 
 // sum adds the 16-bit big-endian words of b to the one's-complement
-// accumulator s, 32 bytes per iteration; an odd last byte is padded with
-// a zero byte (RFC 1071). Lanes of 16 bits stay aligned to the start of b,
-// so b must start at an even offset of the checksummed data.
+// accumulator s; an odd last byte is padded with a zero byte (RFC 1071).
+// Lanes of 16 bits stay aligned to the start of b, so b must start at an
+// even offset of the checksummed data.
+//
+// The bulk is summed as little-endian 32-bit words into four independent
+// 64-bit accumulators, which need no carries and no byte swaps: a
+// one's-complement sum of byte-swapped words is the byte-swapped sum
+// (RFC 1071 §2(B)), so the folded result is swapped once at the end.
 func sum(s uint64, b []byte) uint64 {
-	var c uint64
+	for len(b) > sumChunk {
+		s, b = sum(s, b[:sumChunk]), b[sumChunk:]
+	}
+	var a0, a1, a2, a3 uint64
 	for len(b) >= 32 {
-		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), c)
-		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[8:]), c)
-		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[16:]), c)
-		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[24:]), c)
+		a0 += uint64(binary.LittleEndian.Uint32(b))
+		a1 += uint64(binary.LittleEndian.Uint32(b[4:]))
+		a2 += uint64(binary.LittleEndian.Uint32(b[8:]))
+		a3 += uint64(binary.LittleEndian.Uint32(b[12:]))
+		a0 += uint64(binary.LittleEndian.Uint32(b[16:]))
+		a1 += uint64(binary.LittleEndian.Uint32(b[20:]))
+		a2 += uint64(binary.LittleEndian.Uint32(b[24:]))
+		a3 += uint64(binary.LittleEndian.Uint32(b[28:]))
 		b = b[32:]
 	}
 	for len(b) >= 8 {
-		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), c)
+		a0 += uint64(binary.LittleEndian.Uint32(b))
+		a1 += uint64(binary.LittleEndian.Uint32(b[4:]))
 		b = b[8:]
 	}
-	s = add(s, c)
+	le := add(add(a0, a1), add(a2, a3))
+	s = add(s, uint64(bits.ReverseBytes16(fold(le))))
 	if len(b) >= 4 {
 		s = add(s, uint64(binary.BigEndian.Uint32(b)))
 		b = b[4:]
@@ -130,6 +144,11 @@ func sum(s uint64, b []byte) uint64 {
 	}
 	return s
 }
+
+// sumChunk bounds the bytes sum adds in one pass, so that no accumulator
+// can overflow (each takes one 32-bit word of every 16 bytes). It is a
+// multiple of 32, keeping the lanes aligned.
+const sumChunk = 1 << 30
 
 // fold reduces a 64-bit one's-complement sum to 16 bits.
 func fold(s uint64) uint16 {

@@ -358,20 +358,22 @@ func (s *Set) Pick(now mtime.Time, mask uint32, r *xrand.Rand) (slot Slot, ok bo
 	n := len(s.planes)
 	var fallback Slot
 	haveFallback := false
-	for i := range n {
-		p := (s.rr + i) % n
+	// p runs from s.rr round the planes; wrapping by comparison, not %:
+	// an integer division on every packet costs more than the rest of
+	// the loop.
+	for i, p := 0, s.rr; i < n; i, p = i+1, wrap(p+1, n) {
 		pl := &s.planes[p]
 		if mask&(1<<p) == 0 || !pl.up || len(pl.active) == 0 {
 			continue
 		}
 		if slot, ok := s.pickInPlane(pl, now, r); ok {
-			s.rr = (p + 1) % n
+			s.rr = wrap(p+1, n)
 			return slot, true
 		}
 		if !haveFallback {
 			fallback = pl.active[r.IntN(len(pl.active))]
 			haveFallback = true
-			s.rr = (p + 1) % n
+			s.rr = wrap(p+1, n)
 		}
 	}
 	return fallback, haveFallback
@@ -387,14 +389,21 @@ func (s *Set) pickInPlane(pl *plane, now mtime.Time, r *xrand.Rand) (Slot, bool)
 			return slot, true
 		}
 	}
-	start := r.IntN(n)
-	for i := range n {
-		slot := pl.active[(start+i)%n]
+	for i, j := 0, r.IntN(n); i < n; i, j = i+1, wrap(j+1, n) {
+		slot := pl.active[j]
 		if s.settle(slot, now) == Good {
 			return slot, true
 		}
 	}
 	return 0, false
+}
+
+// wrap returns i modulo n for i in [0, 2n).
+func wrap(i, n int) int {
+	if i >= n {
+		i -= n
+	}
+	return i
 }
 
 // settle ends an expired Skip and returns the EV's state.

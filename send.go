@@ -108,6 +108,11 @@ type sender struct {
 	backoffs int
 
 	suspects []suspect // at most one per EV; allocated at the first loss timeout
+
+	// lastHopTrimAt is when the latest TRIMMED_LASTHOP NACK arrived (0:
+	// none yet; none arrives at time 0): a packet sent at or before it
+	// whose loss timer expires is a congestion loss (onTimer).
+	lastHopTrimAt mtime.Time
 }
 
 // suspect is an EV whose packet psn timed out (digest §3.7: probes
@@ -649,6 +654,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		lastHop := nk.Reason == wire.NackTrimmedLastHop
 		if lastHop {
 			q.stats.LastHopNACKs++
+			s.lastHopTrimAt = now
 		} else {
 			q.stats.TrimNACKs++
 		}
@@ -782,7 +788,12 @@ func (s *sender) retryInterval() time.Duration {
 
 // onTimer declares lost every packet whose loss timer expired, retiring its
 // EV (digest §3.5: an untrimmed loss means the path failed), and runs the
-// retry backstop.
+// retry backstop. A packet that was in flight when a TRIMMED_LASTHOP NACK
+// arrived is the exception: the peer's last hop, which every path to it
+// shares, was trimming the QP's packets while this one travelled, so its
+// trimmed header was most likely dropped in that hop's full header queue
+// (an incast's trims compound there). It is resent as a congestion loss,
+// blaming no EV (docs/spec-gaps.md row 38).
 func (s *sender) onTimer(q *QP, now mtime.Time) {
 	to := q.lossTimeout()
 	for s.lossHead != noPSN {
@@ -792,13 +803,14 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			break
 		}
 		q.stats.LossTimeouts++
-		if s.holdSuspect(q, now, p) {
+		congestion := s.lastHopTrimAt > 0 && s.lastHopTrimAt >= r.sentAt
+		if !congestion && s.holdSuspect(q, now, p) {
 			continue
 		}
 		s.requeue(p)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
-		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
+		if !congestion && !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
 			q.retirePath(now, r.slot)
 		}
 		q.cc.OnLoss(now, int(r.size))

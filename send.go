@@ -105,6 +105,8 @@ type sender struct {
 	backoffs int
 
 	suspects []suspect // at most one per EV; allocated at the first loss timeout
+
+	planeLoss []planeStreak // by plane; allocated at the first path retired for loss
 }
 
 // suspect is an EV whose packet psn timed out (digest §3.7: probes
@@ -435,6 +437,7 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 		return 0
 	}
 	r.state = pktAcked
+	s.planeDelivered(q, r.slot, r.sentAt)
 	q.tracePacket(now, trace.PacketAcked, p, r.slot, r.size, "")
 	return int(r.size)
 }
@@ -781,7 +784,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		if !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
-			q.retirePath(now, r.slot)
+			q.retireLost(now, r.slot, r.sentAt)
 		}
 		q.cc.OnLoss(now, int(r.size))
 		q.traceCwnd(now, cwnd)
@@ -950,7 +953,7 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 	s.suspects[i] = suspect{}
 	q.evs.Unsuspect(now, sp.slot)
 	if lost {
-		q.retirePath(now, sp.slot)
+		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
 	cwnd := q.cc.Window()
 	for p := s.una; p != s.nxt; p = p.Add(1) {

@@ -28,7 +28,7 @@ func TestStorm1k(t *testing.T) {
 		kinds[string(f.Kind)]++
 		last = max(last, f.At.Nanoseconds())
 	}
-	if gap := float64(last) / float64(len(fs)); len(fs) < 50 || gap > 5000 || kinds["link_flap"] < 20 || kinds["switch_blackhole"] < 1 || kinds["switch_down"] < 1 {
+	if gap := float64(last) / float64(len(fs)); len(fs) < 50 || gap > 5000 || kinds["link_flap"] < 20 || kinds["switch_blackhole"] < 1 || kinds["switch_reboot"] < 1 {
 		t.Fatalf("%d failures, one every %.0f ns, by kind %v: not a storm", len(fs), gap, kinds)
 	}
 	rep, err := Run(context.Background(), p, RunOptions{})

@@ -99,8 +99,10 @@ type capState struct {
 	share    []float64
 	flowInt  []float64
 	byHost   [][]int32
-	t1Of     [][]int32 // by T0 switch: its T1 neighbour per uplink
-	linkTo   map[[2]int32]int32
+	nT1      int       // T1 switches per plane
+	uplinks  [][]int32 // by T0 switch: its links to T1s
+	reach    [][]bool  // by T0 switch, by T1 index: some usable link between them
+	dirtyT0  []bool    // T0s whose reach needs recomputing
 	dirtyAll bool
 	dirty    []bool // hosts whose flows need their share recomputed
 }
@@ -122,18 +124,23 @@ func newCapState(w *World, end Time) *capState {
 	}
 	if _, ok := t.Clos2Config(); ok {
 		c.clos2 = true
-		c.linkTo = map[[2]int32]int32{}
-		c.t1Of = make([][]int32, len(t.Switches))
-		for l, k := range t.Links {
-			if c.class[l] != 1 {
-				continue
+		for _, s := range t.Switches {
+			if s.Tier == 1 {
+				c.nT1 = max(c.nT1, s.Index+1)
 			}
-			a, b := int32(int(k.A)-t.Hosts), int32(int(k.B)-t.Hosts)
-			if t.Switches[a].Tier != 0 {
-				a, b = b, a
+		}
+		c.uplinks, c.reach, c.dirtyT0 = make([][]int32, len(t.Switches)), make([][]bool, len(t.Switches)), make([]bool, len(t.Switches))
+		for l := range t.Links {
+			if c.class[l] == 1 {
+				a := c.t0End(l)
+				c.uplinks[a] = append(c.uplinks[a], int32(l))
 			}
-			c.t1Of[a] = append(c.t1Of[a], b)
-			c.linkTo[[2]int32{a, b}] = int32(l)
+		}
+		for a, s := range t.Switches {
+			if s.Tier == 0 {
+				c.reach[a] = make([]bool, c.nT1)
+				c.dirtyT0[a] = true
+			}
 		}
 		n := len(w.wl.Flows)
 		c.share, c.flowInt, c.byHost = make([]float64, n), make([]float64, n), make([][]int32, t.Hosts)
@@ -188,6 +195,24 @@ func (c *capState) flowTo(i int) Time {
 	return c.end
 }
 
+// t0End returns the T0 end of T0–T1 link l.
+func (c *capState) t0End(l int) int {
+	k := &c.t.Links[l]
+	if a := int(k.A) - c.t.Hosts; c.t.Switches[a].Tier == 0 {
+		return a
+	}
+	return int(k.B) - c.t.Hosts
+}
+
+// t1End returns the T1 end of T0–T1 link l.
+func (c *capState) t1End(l int) int {
+	k := &c.t.Links[l]
+	if a := int(k.A) - c.t.Hosts; c.t.Switches[a].Tier == 1 {
+		return a
+	}
+	return int(k.B) - c.t.Hosts
+}
+
 // unusable reports whether link l carries nothing now.
 func (c *capState) unusable(l int) bool {
 	if c.down[l] {
@@ -223,9 +248,6 @@ func (c *capState) apply(e capEvent) {
 		c.down[e.link] = !e.on
 	} else {
 		c.bh[e.sw] = e.on
-		if t.Switches[e.sw].Tier > 0 {
-			c.dirtyAll = true
-		}
 	}
 	for i, l := range links {
 		after := c.unusable(l)
@@ -257,9 +279,9 @@ func (c *capState) touch(l int, changed bool) {
 		}
 		c.dirty[k.A] = true
 	case c.class[l] == 1:
-		a := int(k.A) - t.Hosts
-		if t.Switches[a].Tier != 0 {
-			a = int(k.B) - t.Hosts
+		a := c.t0End(l)
+		if c.dirtyT0 != nil {
+			c.dirtyT0[a] = true
 		}
 		s := &t.Switches[a]
 		for p := range s.Ports {
@@ -277,6 +299,18 @@ func (c *capState) refresh() {
 	if !c.clos2 {
 		clear(c.dirty)
 		return
+	}
+	for a, d := range c.dirtyT0 {
+		if !d {
+			continue
+		}
+		clear(c.reach[a])
+		for _, l := range c.uplinks[a] {
+			if !c.unusable(int(l)) {
+				c.reach[a][c.t.Switches[c.t1End(int(l))].Index] = true
+			}
+		}
+		c.dirtyT0[a] = false
 	}
 	for h, d := range c.dirty {
 		if !d && !c.dirtyAll {
@@ -307,18 +341,14 @@ func (c *capState) flowShare(i int) float64 {
 		if a == b {
 			continue
 		}
-		ups := c.t1Of[a]
-		if len(ups) == 0 {
-			continue
-		}
+		ra, rb := c.reach[a], c.reach[b]
 		bad := 0
-		for _, k := range ups {
-			lb, ok := c.linkTo[[2]int32{b, k}]
-			if !ok || c.unusable(int(c.linkTo[[2]int32{a, k}])) || c.unusable(int(lb)) {
+		for j := range ra {
+			if !ra[j] || !rb[j] {
 				bad++
 			}
 		}
-		lost += float64(bad) / float64(len(ups))
+		lost += float64(bad) / float64(len(ra))
 	}
 	return lost / float64(t.Planes)
 }

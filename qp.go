@@ -455,9 +455,13 @@ func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, path
 // retirePath retires the EV in slot after an untrimmed loss. With SRv6
 // paths an EV names one physical path, so every other EV of the QP on the
 // same plane and path goes with it: they would each lose a packet first.
-func (q *QP) retirePath(now mtime.Time, slot evset.Slot) {
-	if !q.evs.OnBad(now, slot, evset.ReasonLoss) || q.paths == nil {
-		return
+// It reports whether slot was retired.
+func (q *QP) retirePath(now mtime.Time, slot evset.Slot) bool {
+	if !q.evs.OnBad(now, slot, evset.ReasonLoss) {
+		return false
+	}
+	if q.paths == nil {
+		return true
 	}
 	ev := q.evs.Value(slot)
 	for i := range q.evs.Len() {
@@ -466,6 +470,7 @@ func (q *QP) retirePath(now mtime.Time, slot evset.Slot) {
 			q.evs.OnBad(now, other, evset.ReasonLoss)
 		}
 	}
+	return true
 }
 
 // slotOf returns the slot of EV value ev, if it is one of the QP's.

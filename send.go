@@ -113,6 +113,8 @@ type sender struct {
 	// none yet; none arrives at time 0): a packet sent at or before it
 	// whose loss timer expires is a congestion loss (onTimer).
 	lastHopTrimAt mtime.Time
+
+	planeLoss []planeStreak // by plane; allocated at the first path retired for loss
 }
 
 // suspect is an EV whose packet psn timed out (digest §3.7: probes
@@ -456,6 +458,7 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 		return 0
 	}
 	r.state = pktAcked
+	s.planeDelivered(q, r.slot, r.sentAt)
 	q.tracePacket(now, trace.PacketAcked, p, r.slot, r.size, "")
 	return int(r.size)
 }
@@ -811,7 +814,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		if !congestion && !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
-			q.retirePath(now, r.slot)
+			q.retireLost(now, r.slot, r.sentAt)
 		}
 		q.cc.OnLoss(now, int(r.size))
 		q.traceCwnd(now, cwnd)
@@ -1003,7 +1006,7 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 		q.evs.Unsuspect(now, sp.slot)
 	}
 	if lost && !confirm {
-		q.retirePath(now, sp.slot)
+		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
 	cwnd := q.cc.Window()
 	for p := s.una; p != s.nxt; p = p.Add(1) {

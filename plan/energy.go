@@ -93,6 +93,9 @@ func withEnergy(d Design, p Params) Design {
 	d.Power = w
 
 	table, inv := faults.Defaults(), d.Inventory()
+	for c, r := range p.Rates {
+		table[c] = r
+	}
 	perDay := table.PerDay(inv)
 	r := Reliability{TransceiversPerGPU: float64(d.Total.Transceivers) / float64(d.GPUs), Components: inv.Total()}
 	for _, c := range faults.Classes {

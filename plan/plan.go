@@ -23,6 +23,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/openmrc/mrc/faults"
 	"math/bits"
 )
 
@@ -61,6 +62,9 @@ type Params struct {
 	SwitchW float64 `json:"switch_w"`
 	OpticW  float64 `json:"optic_w"`
 	NICW    float64 `json:"nic_w"`
+	// Rates replaces the default failure rates of the classes it names
+	// (faults.Defaults for the others; docs/failures.md).
+	Rates faults.Table `json:"rates,omitempty"`
 }
 
 // PortGbps is the speed of one NIC port, and of every link in a plane:

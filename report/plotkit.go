@@ -162,6 +162,7 @@ var failureWords = map[string][2]string{
 	"link_flap":        {"link flapping", "links flapping"},
 	"lossy_link":       {"lossy link", "lossy links"},
 	"switch_down":      {"switch down", "switches down"},
+	"switch_reboot":    {"switch rebooting", "switches rebooting"},
 	"switch_blackhole": {"switch black-holing", "switches black-holing"},
 	"nic_port_down":    {"NIC port down", "NIC ports down"},
 }

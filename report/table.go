@@ -132,6 +132,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return Duration(controlBypass(x))
 		})
 		add("ACK pkts into failures", func(x *Result) string { return Count(controlPackets(x)) })
+		addCapacityRows(r, add)
 	}
 	// Tagged flows (a victim, the parts of a mixed workload).
 	tags := map[string]bool{}
@@ -316,4 +317,59 @@ func controlPackets(x *Result) uint64 {
 		n += f.ControlPackets
 	}
 	return n
+}
+
+// addCapacityRows adds what the failures removed and, from a baseline
+// run, the goodput dip beside it (docs/failures.md).
+func addCapacityRows(r *Report, add func(string, func(*Result) string)) {
+	add("capacity removed: fabric / T0–T1", func(x *Result) string {
+		c := x.CapacityRemoved
+		if c == nil {
+			return "—"
+		}
+		return percent(c.Fabric) + " / " + percent(c.ByClass["t0_t1"])
+	})
+	add("capacity removed: flows mean / max", func(x *Result) string {
+		c := x.CapacityRemoved
+		if c == nil || c.Flows == nil {
+			return "—"
+		}
+		return percent(*c.Flows) + " / " + percent(*c.FlowsMax)
+	})
+	add("hosts hit, worst host's loss", func(x *Result) string {
+		c := x.CapacityRemoved
+		if c == nil {
+			return "—"
+		}
+		return Count(uint64(c.HostsHit)) + ", " + percent(c.HostsMax)
+	})
+	baseline := false
+	for i := range r.Results {
+		baseline = baseline || r.Results[i].Baseline != nil
+	}
+	if !baseline {
+		return
+	}
+	add("completion without failures", func(x *Result) string {
+		if b := x.Baseline; b != nil {
+			return Duration(b.CompletionNs)
+		}
+		return "—"
+	})
+	add("goodput dip: window / step", func(x *Result) string {
+		if b := x.Baseline; b != nil {
+			return percent(b.GoodputDip) + " / " + percent(b.StepDip)
+		}
+		return "—"
+	})
+	add("flows over capacity bound", func(x *Result) string {
+		if b := x.Baseline; b != nil {
+			s := Count(uint64(b.FlowsOverBound))
+			if b.FlowsOverBound > 0 {
+				s += " (worst +" + Duration(b.WorstOverNs) + ")"
+			}
+			return s
+		}
+		return "—"
+	})
 }

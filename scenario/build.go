@@ -487,7 +487,7 @@ func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.
 	return out, nil
 }
 
-var failureKinds = []sim.FailureKind{sim.LinkDown, sim.LinkFlap, sim.LossyLink, sim.SwitchDown, sim.SwitchBlackhole, sim.NICPortDown}
+var failureKinds = []sim.FailureKind{sim.LinkDown, sim.LinkFlap, sim.LossyLink, sim.SwitchDown, sim.SwitchReboot, sim.SwitchBlackhole, sim.NICPortDown}
 
 var randomSelectors = []string{"random:t0-t1", "random:t1-t2", "random:host-link", "random:t0", "random:t1", "random:t2"}
 
@@ -544,6 +544,8 @@ func (s *Scenario) buildFailures(tp *topo.Topology, seed uint64, stop time.Durat
 			return nil, s.errorf(key+".until", "%v is not after at (%v)", f.Until.D(), f.At.D())
 		case kind == sim.LinkFlap && (f.Until == 0 || f.FlapRate <= 0):
 			return nil, s.errorf(key, "a link_flap needs until and a positive flap_rate (flaps per second)")
+		case kind == sim.SwitchReboot && f.Until == 0:
+			return nil, s.errorf(key+".until", "required: a switch_reboot comes back at until (a switch that stays down is switch_down)")
 		case kind == sim.LossyLink && (f.Loss <= 0 || f.Loss > 1):
 			return nil, s.errorf(key+".loss", "%v: a lossy_link needs loss, a probability in (0, 1]", f.Loss)
 		case kind != sim.LossyLink && f.Loss != 0:

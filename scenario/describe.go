@@ -124,6 +124,8 @@ func describeFailure(f Failure) string {
 		return fmt.Sprintf("%s %s %g%% of packets from %s%s", what, verb("drop"), f.Loss*100, at, until)
 	case "switch_down":
 		return fmt.Sprintf("%s down at %s%s", what, at, until)
+	case "switch_reboot":
+		return fmt.Sprintf("%s %s at %s%s", what, verb("reboot"), at, until)
 	case "switch_blackhole":
 		return fmt.Sprintf("%s silently %s everything (links and routes up) from %s%s", what, verb("drop"), at, until)
 	case "nic_port_down":

@@ -181,8 +181,10 @@ func (s *Scenario) expandMTBF(i int, f Failure, tp *topo.Topology, seed uint64, 
 			sf.FlapRate, sf.DownFor = float64(time.Second)/float64(r.Flap.Every), r.Flap.Down
 		case e.Kind == faults.Blackhole:
 			sf.Kind = sim.SwitchBlackhole
+		case e.Kind == faults.Reboot && end != 0:
+			sf.Kind = sim.SwitchReboot
 		case e.Class.IsSwitch():
-			sf.Kind = sim.SwitchDown // a down or a reboot: back after the repair time
+			sf.Kind = sim.SwitchDown // a down, or a reboot not back within the run
 		case e.Class == faults.NICPort:
 			sf.Kind = sim.NICPortDown
 		default:

@@ -31,6 +31,9 @@ type RunOptions struct {
 	Ready func() error
 	// Flows keeps the per-flow results in the report's JSON.
 	Flows bool
+	// Baseline runs each transport that meets failures a second time
+	// without them and sets the two side by side (sim.Result.Baseline).
+	Baseline bool
 	// Pcap is a pcapng file to capture into at the points Capture names
 	// (sim.Config.Taps; default the first flow), keeping the packets
 	// PcapFilter selects (pcap.ParseFilter). Trace is a JSON-lines
@@ -45,6 +48,24 @@ type RunOptions struct {
 	// file that holds no packets (say, because PcapFilter matched
 	// none), with a one-line message naming it and why.
 	Warn func(msg string)
+}
+
+// runBaseline runs c without its failures and sets the comparison in
+// res, the result of c.
+func runBaseline(ctx context.Context, c sim.Config, res *sim.Result) error {
+	c.Failures = nil
+	w, err := sim.New(c)
+	if err != nil {
+		return err
+	}
+	base, err := w.Run(ctx)
+	if err != nil {
+		return err
+	}
+	if !base.Interrupted {
+		res.Baseline = sim.CompareBaseline(res, base)
+	}
+	return nil
 }
 
 // OutputFile returns the file transport's output goes to when a run of
@@ -163,6 +184,9 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*report.Report, error) {
 			break
 		}
 		res, err := w.Run(ctx)
+		if err == nil && o.Baseline && len(c.Failures) > 0 && !res.Interrupted {
+			err = runBaseline(ctx, p.Runs[i], res)
+		}
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", c.Transport.Name, err)
 			break

@@ -183,6 +183,7 @@ func TestBuildErrors(t *testing.T) {
 		{small + "failures:\n  - kind: link_down\n    element: t0-p0-9/t1-p0-0\n", `x.yaml:5: failures[0].element:`},
 		{small + "failures:\n  - kind: link_dwn\n    element: random:t0-t1\n", `x.yaml:4: failures[0].kind: unknown kind "link_dwn"`},
 		{small + "failures:\n  - kind: link_flap\n    element: random:t0-t1\n", `x.yaml:4: failures[0]: a link_flap needs until`},
+		{small + "failures:\n  - kind: switch_reboot\n    element: random:t1\n", `x.yaml:4: failures[0].until: required: a switch_reboot comes back`},
 		{small + "failures:\n  - kind: lossy_link\n    element: random:t0-t1\n    loss: 2\n", `x.yaml:6: failures[0].loss: 2: a lossy_link needs loss`},
 		{small + "failures:\n  - kind: link_down\n    element: random:t7\n", `unknown selector "random:t7"`},
 		{small + "failures:\n  - {kind: link_down, element: random:t0-t1, at: 20us, until: 10us}\n", `failures[0].until: 10µs is not after at (20µs)`},

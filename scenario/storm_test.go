@@ -8,7 +8,9 @@ import (
 // TestStorm1k runs MRC through the storm-1k preset: a drawn fault storm
 // (a failure every few microseconds), a T1 reboot and a silent T1
 // blackhole. Every flow must complete with no QP error and every byte
-// sent must be delivered.
+// sent must be delivered; beside the same run without failures, the
+// goodput dip over the window must stay within the capacity the failures
+// removed from the flows plus dipMargin (withinCapacity).
 func TestStorm1k(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 1,024-GPU simulation (about 5 s)")
@@ -28,10 +30,10 @@ func TestStorm1k(t *testing.T) {
 		kinds[string(f.Kind)]++
 		last = max(last, f.At.Nanoseconds())
 	}
-	if gap := float64(last) / float64(len(fs)); len(fs) < 50 || gap > 5000 || kinds["link_flap"] < 20 || kinds["switch_blackhole"] < 1 || kinds["switch_down"] < 1 {
+	if gap := float64(last) / float64(len(fs)); len(fs) < 50 || gap > 5000 || kinds["link_flap"] < 20 || kinds["switch_blackhole"] < 1 || kinds["switch_reboot"] < 1 {
 		t.Fatalf("%d failures, one every %.0f ns, by kind %v: not a storm", len(fs), gap, kinds)
 	}
-	rep, err := Run(context.Background(), p, RunOptions{})
+	rep, err := Run(context.Background(), p, RunOptions{Baseline: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +50,17 @@ func TestStorm1k(t *testing.T) {
 	}
 	if len(r.Failures) != len(fs) {
 		t.Errorf("the results list %d failures, the run had %d", len(r.Failures), len(fs))
+	}
+	c, b := r.CapacityRemoved, r.Baseline
+	if c == nil || c.Flows == nil || b == nil {
+		t.Fatalf("capacity %+v, baseline %+v", c, b)
+	}
+	t.Logf("capacity removed: fabric %.3f, t0_t1 %.3f, flows %.3f (max %.3f), %d hosts hit (max %.3f); without failures %d ns; dip %.3f over the window, %.3f of the step; %d flows over the bound",
+		c.Fabric, c.ByClass["t0_t1"], *c.Flows, *c.FlowsMax, c.HostsHit, c.HostsMax, b.CompletionNs, b.GoodputDip, b.StepDip, b.FlowsOverBound)
+	if c.Fabric <= 0 || *c.Flows <= 0 || *c.FlowsMax < *c.Flows || c.HostsHit == 0 || c.HostsMax < c.HostsMean || b.CompletionNs >= r.CompletionNs {
+		t.Errorf("capacity or baseline figures inconsistent: %+v, %+v", c, b)
+	}
+	if err := withinCapacity(r.Result); err != nil {
+		t.Error(err)
 	}
 }

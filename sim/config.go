@@ -119,6 +119,7 @@ const (
 	LinkFlap        FailureKind = "link_flap"        // a link fails FlapRate times a second (Poisson), each time for DownFor
 	LossyLink       FailureKind = "lossy_link"       // a link drops Loss of its packets (both ways)
 	SwitchDown      FailureKind = "switch_down"      // a switch and all its links fail
+	SwitchReboot    FailureKind = "switch_reboot"    // a switch_down that ends at Until (required): the switch rebooted
 	SwitchBlackhole FailureKind = "switch_blackhole" // a switch's dataplane drops everything; links and routes stay up
 	NICPortDown     FailureKind = "nic_port_down"    // a host's NIC port (its link to the T0) fails; the NIC is told
 )

@@ -71,6 +71,13 @@ func (w *World) scheduleFailures() error {
 				return fmt.Errorf("sim: %s: %w", name, err)
 			}
 			switch f.Kind {
+			case SwitchReboot:
+				if until == 0 {
+					return fmt.Errorf("sim: %s: a reboot needs until", name)
+				}
+				for _, l := range links {
+					w.addLinkActions(l, at, until, fi)
+				}
 			case LinkDown, NICPortDown, SwitchDown:
 				for _, l := range links {
 					w.addLinkActions(l, at, until, fi)
@@ -305,7 +312,7 @@ func (w *World) linksOf(k FailureKind, e topo.Element) ([]int, error) {
 			return ls, nil
 		}
 		return nil, fmt.Errorf("%s needs a host port (hN/pP) or a host", k)
-	case SwitchDown:
+	case SwitchDown, SwitchReboot:
 		if e.Kind != topo.ElemSwitch {
 			return nil, fmt.Errorf("%s needs a switch", k)
 		}
@@ -321,7 +328,7 @@ func (w *World) linksOf(k FailureKind, e topo.Element) ([]int, error) {
 		}
 		return nil, nil
 	}
-	return nil, fmt.Errorf("unknown failure kind %q (want link_down, link_flap, lossy_link, switch_down, switch_blackhole or nic_port_down)", k)
+	return nil, fmt.Errorf("unknown failure kind %q (want link_down, link_flap, lossy_link, switch_down, switch_reboot, switch_blackhole or nic_port_down)", k)
 }
 
 // applyAction carries out the parts of action ai that this partition owns.

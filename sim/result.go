@@ -50,19 +50,27 @@ type Result struct {
 	BypassNs     *int64            `json:"bypass_ns"`     // max over failures; null without failures
 	BypassQP     *BypassStats      `json:"bypass_qp_ns"`  // per-flow bypass times over every failure; null without failures
 	Failures     []FailureResult   `json:"failures"`      // one per failed element
-	PerPlane     []PlaneResult     `json:"per_plane"`     // by plane
-	Links        []LinkClass       `json:"link_utilisation"`
-	EVStates     EVStateChanges    `json:"ev_state_changes"`
-	Events       uint64            `json:"events"`
-	SimTimeNs    int64             `json:"sim_time_ns"` // when the run stopped (see StoppedBy)
-	WallS        float64           `json:"wall_s"`
-	Interrupted  bool              `json:"interrupted"`
+	// CapacityRemoved is what the failures took from the fabric over
+	// the run; null without failures.
+	CapacityRemoved *CapacityRemoved `json:"capacity_removed"`
+	// Baseline compares the run with the same run without failures
+	// (CompareBaseline); null unless asked for (mrc sim --baseline).
+	Baseline    *Baseline      `json:"baseline"`
+	PerPlane    []PlaneResult  `json:"per_plane"` // by plane
+	Links       []LinkClass    `json:"link_utilisation"`
+	EVStates    EVStateChanges `json:"ev_state_changes"`
+	Events      uint64         `json:"events"`
+	SimTimeNs   int64          `json:"sim_time_ns"` // when the run stopped (see StoppedBy)
+	WallS       float64        `json:"wall_s"`
+	Interrupted bool           `json:"interrupted"`
 	// StoppedBy says why the run stopped: "done" (every flow completed
 	// or failed), "duration" (StopAt, with flows unfinished), "idle"
 	// (nothing left to simulate, flows unfinished) or "interrupted".
 	StoppedBy   string       `json:"stopped_by"`
 	Series      Series       `json:"series"`
 	FlowResults []FlowResult `json:"flow_results"`
+
+	baseRTT time.Duration // the fabric's unloaded round trip (CompareBaseline)
 }
 
 // FCTStats summarises flow completion times in nanoseconds.
@@ -410,6 +418,12 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 	}
 
 	w.failureResults(r)
+	r.baseRTT = w.baseRTT
+	capEnd := w.stopped
+	if r.FlowsCompleted == r.Flows && last > 0 {
+		capEnd = last
+	}
+	r.CapacityRemoved = w.capacity(capEnd)
 
 	// Planes and link classes over the completion interval (the whole
 	// run when flows did not complete: their bytes were sent over it).

@@ -10,14 +10,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/openmrc/mrc/faults"
 	"github.com/openmrc/mrc/plan"
 	"github.com/openmrc/mrc/report"
 )
 
 func runPlan(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "--gpus N [--planes P] [--radix R] [--nic-gbps G] [--switch-gbps G] [--tiers 2|3] [--switch-w W] [--optic-w W] [--nic-w W] [--json]", stderr)
+	fs := newFlagSet("plan", "--gpus N [--planes P] [--radix R] [--nic-gbps G] [--switch-gbps G] [--tiers 2|3] [--switch-w W] [--optic-w W] [--nic-w W] [--mtbf CLASS=TIME,...] [--afr CLASS=F,...] [--json]", stderr)
 	gpus := fs.Int("gpus", 0, "number of GPUs, one NIC each (required)")
 	planes := fs.Int("planes", 8, "planes: the NIC is split into this many ports, one Clos per port")
 	radix := fs.Int("radix", 0, "ports per switch at the plane's port speed (default switch-gbps / (nic-gbps / planes))")
@@ -27,6 +31,8 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	switchW := fs.Float64("switch-w", 0, "watts of one switch without optics (default 913 per 51.2T of --switch-gbps; docs/plan.md)")
 	opticW := fs.Float64("optic-w", plan.DefaultOpticW, "watts of one 800G transceiver; a port of s Gb/s draws s/800 of it")
 	nicW := fs.Float64("nic-w", plan.DefaultNICW, "watts of one NIC without optics")
+	mtbf := fs.String("mtbf", "", "failure rates: CLASS=TIME,... mean time between failures of one component of a class (nic_port, host_link, t0_t1, t1_t2, t0, t1, t2; docs/failures.md)")
+	afr := fs.String("afr", "", "failure rates: CLASS=F,... annualised failure rate of one component of a class")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -48,6 +54,11 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return usagef("--%s: want a positive number of watts, got %v", f, v)
 		}
 	}
+	rates, err := planRates(*mtbf, *afr)
+	if err != nil {
+		return err
+	}
+	p.Rates = rates
 	if set["radix"] && !set["switch-gbps"] {
 		p.SwitchGbps = 0 // the radix defines the switch
 	}
@@ -71,6 +82,56 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, d)
 	}
 	return report.WritePlan(stdout, &d)
+}
+
+// planRates reads --mtbf and --afr into overrides of the default
+// failure table, as a scenario's classes: do.
+func planRates(mtbf, afr string) (faults.Table, error) {
+	var t faults.Table
+	for _, f := range []struct{ flag, list string }{{"mtbf", mtbf}, {"afr", afr}} {
+		for _, kv := range strings.Split(f.list, ",") {
+			if kv = strings.TrimSpace(kv); kv == "" {
+				continue
+			}
+			name, val, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, usagef("--%s: %q: want CLASS=VALUE", f.flag, kv)
+			}
+			c, err := faults.ParseClass(strings.TrimSpace(name))
+			if err != nil {
+				return nil, usagef("--%s: %v", f.flag, err)
+			}
+			if t == nil {
+				t = faults.Table{}
+			}
+			r, ok := t[c]
+			if !ok {
+				r = faults.Defaults()[c]
+			}
+			if r.MTBF, err = parseRate(f.flag, strings.TrimSpace(val)); err != nil {
+				return nil, err
+			}
+			t[c] = r
+		}
+	}
+	return t, nil
+}
+
+// parseRate reads one MTBF (a duration) or AFR (failures a year) as an
+// MTBF.
+func parseRate(flag, v string) (time.Duration, error) {
+	if flag == "mtbf" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, usagef("--mtbf: %q: want a positive time between failures, such as 50000h", v)
+		}
+		return d, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
+		return 0, usagef("--afr: %q: want a positive annualised failure rate, such as 0.05", v)
+	}
+	return faults.MTBFOfAFR(f), nil
 }
 
 // planError turns an error from package plan into a one-line usage error

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -299,3 +300,32 @@ func TestPlanEnergy(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRateFlags: --mtbf and --afr override the failure table by class,
+// the scenario's names; bad ones are one-line usage errors.
+func TestPlanRateFlags(t *testing.T) {
+	perDay := func(args ...string) map[string]float64 {
+		var c plan.Comparison
+		planJSON(t, &c, append([]string{"--gpus", "65536"}, args...)...)
+		out := map[string]float64{}
+		for _, k := range c.TwoTier.Reliability.Classes {
+			out[string(k.Class)] = k.PerDay
+		}
+		return out
+	}
+	base := perDay()
+	if got := perDay("--afr", "t1=1"); !near(got["t1"], 10*base["t1"]) || got["t0"] != base["t0"] {
+		t.Errorf("--afr t1=1 (10× the default 0.1): t1 %v a day, want %v; t0 %v, want %v", got["t1"], 10*base["t1"], got["t0"], base["t0"])
+	}
+	if got := perDay("--mtbf", "host_link=180000h, t0_t1=720000h"); !near(got["host_link"], 2*base["host_link"]) || !near(got["t0_t1"], base["t0_t1"]/2) {
+		t.Errorf("--mtbf halving and doubling: %v, defaults %v", got, base)
+	}
+	for _, args := range [][]string{{"--mtbf", "t9=3h"}, {"--mtbf", "t1=0s"}, {"--mtbf", "t1"}, {"--afr", "t1=-1"}, {"--afr", "nic_port=x"}} {
+		_, stderr, code := runMRC(t, append([]string{"plan", "--gpus", "4096"}, args...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, args[0]) {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }

@@ -45,6 +45,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "worker goroutines (results do not depend on it)")
 	jsonOut := fs.String("json", "", "write the results as JSON to `FILE` (- for standard output; schema: docs/results.md)")
 	flows := fs.Bool("flows", false, "include every flow's result in the JSON (flow_results)")
+	baseline := fs.Bool("baseline", false, "run each transport that meets failures again without them, and report the goodput dip beside the capacity removed (docs/failures.md)")
 	csvDir := fs.String("csv", "", "write CSV files of the results to `DIR`")
 	plotDir := fs.String("plot", "", "write plots (PNG and SVG) to `DIR`")
 	pcapOut := fs.String("pcap", "", "capture packets to a pcapng `FILE` (one per transport: FILE-TRANSPORT.pcapng when several)")
@@ -223,7 +224,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 
 	showProgress := *progress == "on" || *progress == "auto" && !*quiet && isTerminal(stderr)
 	pg := &progressLine{w: stderr, on: showProgress, start: start, always: *progress == "on"}
-	opts := scenario.RunOptions{Flows: out.Flows, Pcap: out.Pcap, PcapFilter: out.PcapFilter, Capture: out.Capture,
+	opts := scenario.RunOptions{Flows: out.Flows, Baseline: *baseline, Pcap: out.Pcap, PcapFilter: out.PcapFilter, Capture: out.Capture,
 		Trace: out.Trace, TraceFilter: out.TraceFilter, Setup: pg.setup, Progress: pg.update, Ready: ready}
 	opts.Warn = func(msg string) {
 		if !*quiet {

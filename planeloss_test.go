@@ -1,0 +1,62 @@
+package mrc_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/testkit/testnet"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
+	"github.com/openmrc/mrc/wire"
+)
+
+// planeRetirements runs a 4 MiB transfer over two planes of eight paths
+// with the paths dead killed, and returns, for A's EVs retired on each
+// plane, how many and at how many distinct times.
+func planeRetirements(t *testing.T, seed uint64, dead []testnet.Path) (evs, times [2]int) {
+	t.Helper()
+	x := newTransfer(t, testnet.Config{Seed: seed, Planes: 2, Encap: mrc.EncapSRv6},
+		mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 8, PathsPerPlane: 8}, mrc.RTSAttr{}, 4<<20)
+	at := [2]map[mtime.Time]bool{{}, {}}
+	onEvent := x.net.OnEvent
+	x.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
+		if s == testnet.A && ev.Kind == verbs.EventEVState && ev.To == verbs.EVAssumedBad && ev.From != verbs.EVAssumedBad {
+			p := wire.EV(ev.EV).Plane()
+			evs[p]++
+			at[p][ev.Time] = true
+		}
+		onEvent(s, ev)
+	}
+	for _, p := range dead {
+		x.net.KillPath(p)
+	}
+	x.postAll(4)
+	if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+		t.Fatal("unfinished")
+	}
+	x.check()
+	return evs, [2]int{len(at[0]), len(at[1])}
+}
+
+// TestDeadPlaneRetiredAsAWhole: when every path of a plane silently drops
+// (a T0 that blackholes), the requester retires the plane's EVs, backups
+// included, after a few paths lost in a row, rather than one loss timeout
+// per path (16 EVs over 8 paths here). One dead path still costs only its
+// own EVs.
+func TestDeadPlaneRetiredAsAWhole(t *testing.T) {
+	for seed := range uint64(10) {
+		var all []testnet.Path
+		for i := range 8 {
+			all = append(all, testnet.Path{Plane: 1, Index: i})
+		}
+		evs, times := planeRetirements(t, seed, all)
+		if evs[1] != 16 || times[1] > 3 {
+			t.Errorf("seed %d, dead plane: %d of its 16 EVs retired, at %d different times; want all, at no more than 3", seed, evs[1], times[1])
+		}
+		evs, _ = planeRetirements(t, seed, []testnet.Path{{Plane: 1, Index: 5}})
+		if evs[1] > 4 {
+			t.Errorf("seed %d, one dead path: %d EVs of its plane retired, want only the path's own (at most 4)", seed, evs[1])
+		}
+	}
+}

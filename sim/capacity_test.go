@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc/sim/topo"
+)
+
+// TestCapacityRemoved checks the arithmetic of CapacityRemoved on a fabric
+// small enough to work out by hand: 16 hosts, 2 planes, per plane 2 T0s of
+// 8 hosts and 4 T1s. T0 t0-p1-0 blackholes for the whole run: hosts 0-7
+// lose plane 1 (half their ports) and so do their flows; the T0-T1 link
+// t0-p0-0/t1-p0-0 is down for the first 20 µs: a flow between the two
+// T0s of plane 0 loses a quarter of that plane's paths meanwhile.
+func TestCapacityRemoved(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, Planes: 2, T0Down: 8, T0Up: 4})
+	wl := smallPerm(t, 16, 1<<20)
+	const down = 20 * time.Microsecond
+	w, err := New(Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 3, Failures: []Failure{
+		{Kind: SwitchBlackhole, Element: "t0-p1-0"},
+		{Kind: LinkDown, Element: "t0-p0-0/t1-p0-0", Until: down}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkComplete(t, r, wl)
+	c := r.CapacityRemoved
+	if c == nil || c.Flows == nil || c.WindowNs != r.CompletionNs {
+		t.Fatalf("capacity %+v, completion %d ns", c, r.CompletionNs)
+	}
+	win := float64(c.WindowNs)
+	linkShare := float64(down.Nanoseconds()) / win
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-3 {
+			t.Errorf("%s: %.5f, want %.5f", what, got, want)
+		}
+	}
+	// 48 links: 32 host links, 16 T0-T1; the T0 takes 8 + 4.
+	near("fabric", c.Fabric, (12+linkShare)/48)
+	near("host_t0", c.ByClass["host_t0"], 8.0/32)
+	near("t0_t1", c.ByClass["t0_t1"], (4+linkShare)/16)
+	near("hosts_mean", c.HostsMean, 8*0.5/16)
+	near("hosts_max", c.HostsMax, 0.5)
+	if c.HostsHit != 8 {
+		t.Errorf("%d hosts hit, want 8", c.HostsHit)
+	}
+	var mean, worst float64
+	for i, f := range r.FlowResults {
+		a, b := f.Src < 8, f.Dst < 8
+		share := 0.0
+		if a || b {
+			share = 0.5
+		}
+		if a != b {
+			overlap := max(0, min(float64(f.StartNs+f.FCTNs), float64(down.Nanoseconds()))-float64(f.StartNs))
+			share += 0.125 * overlap / float64(f.FCTNs)
+		}
+		near("flow", c.PerFlow[i], share)
+		mean += share / float64(len(r.FlowResults))
+		worst = max(worst, share)
+	}
+	near("flows", *c.Flows, mean)
+	near("flows_max", *c.FlowsMax, worst)
+}

@@ -331,6 +331,10 @@ func (w *World) queueConfigs() [2]vswitch.QueueConfig {
 		Buffer: q.Buffer, HeaderBuffer: q.HeaderBuffer, Trim: c.Transport.Trim, TrimAt: q.TrimAt,
 		ECNMin: q.ECNMin, ECNMax: q.ECNMax, Lossless: c.Transport.Lossless, PFCXoff: q.PFCXoff, PFCXon: q.PFCXon,
 	}
+	if c.Transport.ECNK {
+		def(&q.ECNK, max(bdp/7, 2*(c.MTU+w.overhead)))
+		fab.ECNK = q.ECNK
+	}
 	last := fab
 	last.TrimAt = q.LastHopTrimAt
 	last.LastHop = true

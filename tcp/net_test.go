@@ -34,22 +34,22 @@ type dumbbell struct {
 	timer []mtime.Time // per host: the wake-up scheduled
 
 	// Queue statistics of port watch, integrated from warm on.
-	watch, warm   int
-	qArea         float64 // byte·ns
-	qFrom, qLast  mtime.Time
-	qMax          int
-	events        int
-	onEvent       func(h int, ev verbs.Event)
+	watch, warm  int
+	qArea        float64 // byte·ns
+	qFrom, qLast mtime.Time
+	qMax         int
+	events       int
+	onEvent      func(h int, ev verbs.Event)
 }
 
 type evKind uint8
 
 const (
-	evHostTx  evKind = iota // host h's port is free
-	evAtSw                  // packet arrives at the switch from host h
-	evPortTx                // switch port h is free
-	evAtHost                // packet arrives at host h
-	evTimer                 // host h's timer
+	evHostTx evKind = iota // host h's port is free
+	evAtSw                 // packet arrives at the switch from host h
+	evPortTx               // switch port h is free
+	evAtHost               // packet arrives at host h
+	evTimer                // host h's timer
 )
 
 type ev struct {
@@ -76,7 +76,9 @@ func (e *evHeap) Pop() any {
 	return x
 }
 
-func addr(h int) netip.Addr { return netip.AddrFrom16([16]byte{0xfd, 0, 14: byte(h >> 8), 15: byte(h)}) }
+func addr(h int) netip.Addr {
+	return netip.AddrFrom16([16]byte{0xfd, 0, 14: byte(h >> 8), 15: byte(h)})
+}
 
 // newDumbbell builds n hosts with cfg (Ports is set per host) and a switch
 // whose every port has queue q.

@@ -90,3 +90,5 @@ func TestTransferCompletes(t *testing.T) {
 		}
 	}
 }
+
+func writeOf(id, n uint64) verbs.WriteRequest { return verbs.WriteRequest{ID: id, Length: n} }

@@ -190,3 +190,15 @@ func Checksum(src, dst *[16]byte, seg []byte, length int) uint16 {
 	}
 	return ^uint16(s)
 }
+
+// Classify reports whether pkt, from its IPv6 header on, is a TCP
+// segment (next header TCP, no extension headers), and if so whether it
+// carries payload (a data segment) or not (an ACK). It reads the fixed
+// headers only, for hosts that count traffic.
+func Classify(pkt []byte) (isTCP, data bool) {
+	if len(pkt) < wire.IPv6Len+HeaderLen || pkt[6] != ProtoTCP {
+		return false, false
+	}
+	payloadLen := int(binary.BigEndian.Uint16(pkt[4:]))
+	return true, payloadLen > int(pkt[wire.IPv6Len+12]>>4)*4
+}

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -124,35 +125,55 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	bad := func(f string, v ...any) error {
-		return fmt.Errorf("%w: tcp: "+f, append([]any{verbs.ErrInvalidAttr}, v...)...)
+	if p := c.problem(); p != "" {
+		return fmt.Errorf("%w: tcp: %s", verbs.ErrInvalidAttr, p)
 	}
+	return nil
+}
+
+// Check reports whether c, with its defaults filled in, is a valid
+// configuration for an endpoint with some ports: the parameters alone,
+// for hosts that check a user's settings before they have ports.
+func Check(c Config) error {
+	c = c.withDefaults()
+	if len(c.Ports) == 0 {
+		c.Ports = []netip.Addr{netip.IPv6Loopback()}
+	}
+	if p := c.problem(); p != "" {
+		return errors.New(p)
+	}
+	return nil
+}
+
+// problem describes what is wrong with c, or is "".
+func (c Config) problem() string {
+	f := fmt.Sprintf
 	switch {
 	case len(c.Ports) == 0 || len(c.Ports) > verbs.MaxPlanes:
-		return bad("%d ports, want 1..%d", len(c.Ports), verbs.MaxPlanes)
+		return f("%d ports, want 1..%d", len(c.Ports), verbs.MaxPlanes)
 	case c.MSS < 1 || c.MSS > 65535-IPv6HeaderRoom:
-		return bad("MSS %d", c.MSS)
+		return f("mss %d, want 1..%d", c.MSS, 65535-IPv6HeaderRoom)
 	case c.Variant > DCTCP:
-		return bad("variant %v", c.Variant)
+		return f("variant %v", c.Variant)
 	case c.MinRTO < 0 || c.MaxRTO < c.MinRTO || c.InitialRTO < c.MinRTO || c.InitialRTO > c.MaxRTO:
-		return bad("RTO bounds min %v initial %v max %v", c.MinRTO, c.InitialRTO, c.MaxRTO)
+		return f("RTO bounds: min %v, initial %v, max %v: want min <= initial <= max", c.MinRTO, c.InitialRTO, c.MaxRTO)
 	case c.InitCwnd < 1 || c.InitCwnd > 1<<16:
-		return bad("initial window %d segments", c.InitCwnd)
+		return f("init_cwnd %d segments, want 1..%d", c.InitCwnd, 1<<16)
 	case c.DupThresh < 1 || c.DupThresh > 1<<10:
-		return bad("dupthresh %d", c.DupThresh)
+		return f("dupthresh %d, want 1..%d", c.DupThresh, 1<<10)
 	case !(c.G > 0 && c.G <= 1) || !(c.InitialAlpha >= 0 && c.InitialAlpha <= 1):
-		return bad("DCTCP g %v initial alpha %v", c.G, c.InitialAlpha)
+		return f("DCTCP g %v and initial alpha %v, want (0, 1] and [0, 1]", c.G, c.InitialAlpha)
 	case c.DSCP > 63:
-		return bad("DSCP %d", c.DSCP)
+		return f("DSCP %d, want 0..63", c.DSCP)
 	case c.MaxQPs < 1 || c.MaxQPs > maxQPs:
-		return bad("max QPs %d, want 1..%d", c.MaxQPs, maxQPs)
+		return f("max QPs %d, want 1..%d", c.MaxQPs, maxQPs)
 	}
 	for i, a := range c.Ports {
 		if !a.Is6() || a.Is4In6() {
-			return bad("port %d address %v is not IPv6", i, a)
+			return f("port %d address %v is not IPv6", i, a)
 		}
 	}
-	return nil
+	return ""
 }
 
 // IPv6HeaderRoom is the IPv6 header plus the largest TCP header: the

@@ -48,7 +48,7 @@ const (
 	DefaultInitialRTO = time.Second            // RFC 6298 §2.1, Linux TCP_TIMEOUT_INIT
 	DefaultInitCwnd   = 10                     // segments, RFC 6928
 	DefaultDupThresh  = 3                      // RFC 5681 §3.2, RFC 6675
-	DefaultDCTCPG     = 1.0 / 16               // RFC 8257 §4.2, Linux dctcp_shift_g = 4
+	DefaultDCTCPG     = 1.0 / 16               // RFC 8257, Linux dctcp_shift_g = 4
 	DefaultDCTCPAlpha = 1.0                    // Linux dctcp_alpha_on_init = 1024/1024
 )
 

@@ -11,7 +11,7 @@ import (
 // 10 Gb/s dumbbell (10 µs links: an 80 µs base RTT with serialisation,
 // as the DCTCP paper's testbed) with MSS 1460. The bottleneck port
 // buffers buffer bytes and marks at K = 65 packets, the paper's 10 Gb/s
-// setting (§4.1). It returns each flow's goodput over [warm, end) in
+// setting (§4). It returns each flow's goodput over [warm, end) in
 // Gb/s, the bottleneck's time-averaged and largest queue over it, and
 // its drops.
 type longResult struct {
@@ -57,7 +57,7 @@ func jain(x []float64) (sum, j float64) {
 }
 
 // TestDCTCPQueueNearK reproduces the DCTCP paper's headline (Alizadeh et
-// al., SIGCOMM 2010, Fig. 1 and §4.1): long DCTCP flows through a
+// al., SIGCOMM 2010, Fig. 1 and §4): long DCTCP flows through a
 // bottleneck that marks at K keep its queue near K, with the link full and
 // the flows at a fair share, where TCP NewReno on the same fabric fills
 // the buffer and loses packets. 2→1 and 10→1, a 1 MB buffer.

@@ -24,7 +24,7 @@ type heldAck struct {
 // receiver is the receiving half of a connection. It acknowledges every
 // segment (no delayed ACKs, docs/tcp.md), and its ECE flag echoes
 // exactly whether the segments an ACK covers were CE-marked, as DCTCP's
-// receiver does (RFC 8257 §3.2): when the CE state changes while an ACK
+// receiver does (RFC 8257): when the CE state changes while an ACK
 // is pending, the pending one is held and sent first.
 type receiver struct {
 	nxt      uint64   // next in-order byte

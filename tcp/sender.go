@@ -328,7 +328,7 @@ func (s *sender) grow(acked, mss int) {
 	s.cwnd = min(s.cwnd, 1<<30)
 }
 
-// dctcp runs DCTCP's sender (RFC 8257 §3.3): it counts the bytes newly
+// dctcp runs DCTCP's sender (RFC 8257): it counts the bytes newly
 // acknowledged and those with ECE, updates alpha once per window of data,
 // and cuts cwnd by alpha/2 at most once per window when ECE arrives.
 func (q *Conn) dctcp(bytes int, ece bool) {

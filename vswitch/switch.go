@@ -97,7 +97,7 @@ type QueueConfig struct {
 	// off.
 	ECNMin, ECNMax int
 	// ECNK turns on single-threshold marking, as DCTCP deploys it
-	// (Alizadeh et al., SIGCOMM 2010, §3.1; RFC 8257 §3.1): every
+	// (Alizadeh et al., SIGCOMM 2010, §3.1; RFC 8257): every
 	// ECN-capable packet arriving to more than ECNK bytes queued is
 	// CE-marked, none below. ECNK > 0 replaces the RED thresholds; 0
 	// turns it off.

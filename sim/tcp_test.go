@@ -24,6 +24,13 @@ func TestTCPTransportsDeliverDeterministically(t *testing.T) {
 		if a, b := stripWall(t, r), stripWall(t, run(t, cfg)); a != b {
 			t.Errorf("%s: same seed, different results", name)
 		}
+		var rx uint64
+		for _, p := range r.PerPlane {
+			rx += p.RxPayloadBytes
+		}
+		if rx < wl.Bytes() || r.Retransmits == 0 && rx != wl.Bytes() {
+			t.Errorf("%s: planes carried %d payload bytes, want %d (TCP has no ICRC; %d retransmits)", name, rx, wl.Bytes(), r.Retransmits)
+		}
 		if name == "dctcp" && r.ECNMarks == 0 {
 			t.Errorf("dctcp: no ECN marks on a permutation over ECMP (hash collisions make hot spots)")
 		}

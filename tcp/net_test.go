@@ -269,3 +269,6 @@ func (d *dumbbell) run(limit time.Duration, done func() bool) bool {
 	}
 	return done != nil && done()
 }
+
+// vswitchQueue is a small tail-drop queue: 24 KB, below two windows.
+func vswitchQueue() vswitch.QueueConfig { return vswitch.QueueConfig{Buffer: 24 << 10, ECNK: 12 << 10} }

@@ -194,6 +194,18 @@ func (q *Conn) advance(now mtime.Time, ack uint64) int {
 		}
 		s.segs.Pop()
 	}
+	if g := s.head(); g != nil && g.start < ack {
+		// An ACK inside a segment (our receiver never sends one, a peer
+		// may): the acknowledged head of it is done, the rest stays.
+		cut := int(ack - g.start)
+		if g.inPipe {
+			s.pipe -= cut
+		}
+		if !g.sacked {
+			acked += cut
+		}
+		g.start = ack
+	}
 	s.una = ack
 	if sample >= 0 {
 		q.rttSample(sample)
@@ -231,6 +243,14 @@ func (q *Conn) rttSample(r time.Duration) {
 		s.srtt = (7*s.srtt + r) / 8
 	}
 	s.rto = min(max(s.srtt+max(time.Microsecond, 4*s.rttvar), c.MinRTO), c.MaxRTO)
+}
+
+// head returns the oldest segment in flight, or nil.
+func (s *sender) head() *seg {
+	if s.segs.Len() == 0 {
+		return nil
+	}
+	return s.segs.At(0)
 }
 
 // sack marks the segments block b covers as SACKed and returns their

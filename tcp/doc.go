@@ -23,7 +23,9 @@
 // ACKs with SACK (RFC 2018), every segment acknowledged at once (no
 // delayed ACKs); loss detection by SACK (RFC 6675: a segment with
 // DupThresh SACKed segments above it is lost) or DupThresh duplicate ACKs
-// (RFC 5681 fast retransmit); one window halving per loss episode
+// (RFC 5681 fast retransmit), and of a retransmission once DupThresh
+// segments' worth of data sent after it is SACKed; one window halving per
+// loss episode
 // (NewReno's recovery, RFC 6582, with RFC 6675's pipe); the
 // retransmission timer of RFC 6298 with a configurable minimum (Linux's
 // 200 ms by default), exponential backoff and a window of one segment
@@ -37,8 +39,9 @@
 // Not modelled: the handshake and teardown (connections start
 // ESTABLISHED, set up out of band as QPs are), the receive window (the
 // receiver always has room), Nagle, timestamps, window scaling, pacing,
-// RACK and tail loss probes. Payload bytes are phantom: a segment's
-// buffer holds its headers, its wire length counts the payload, and its
-// checksum is that of a zero-filled payload, so captures decode as TCP.
+// RACK and tail loss probes (a lost tail waits for the timer). Payload
+// bytes are phantom: a segment's buffer holds its headers, its wire
+// length counts the payload, and its checksum is that of a zero-filled
+// payload, so captures decode as TCP.
 // docs/tcp.md lists the parameters, their defaults and their sources.
 package tcp

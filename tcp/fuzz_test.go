@@ -12,7 +12,7 @@ import (
 func checkSender(t *testing.T, q *Conn) {
 	t.Helper()
 	s := &q.snd
-	pipe, lost := 0, 0
+	pipe, lost, retx := 0, 0, 0
 	prev := s.una
 	for i := range s.segs.Len() {
 		g := s.segs.At(i)
@@ -22,6 +22,9 @@ func checkSender(t *testing.T, q *Conn) {
 		prev = g.end
 		if g.inPipe {
 			pipe += g.len()
+			if g.retx {
+				retx++
+			}
 		}
 		if g.lost {
 			lost++
@@ -30,8 +33,8 @@ func checkSender(t *testing.T, q *Conn) {
 			t.Fatalf("segment %d in pipe and lost %v / sacked %v", i, g.lost, g.sacked)
 		}
 	}
-	if pipe != s.pipe || lost != s.lostPending || s.una > s.nxt || s.nxt > s.end || s.cwnd < q.ep.cfg.MSS {
-		t.Fatalf("pipe %d (scoreboard %d), lost %d (%d), una %d nxt %d end %d cwnd %d", s.pipe, pipe, s.lostPending, lost, s.una, s.nxt, s.end, s.cwnd)
+	if pipe != s.pipe || lost != s.lostPending || retx != s.retxOut || s.una > s.nxt || s.nxt > s.end || s.cwnd < q.ep.cfg.MSS {
+		t.Fatalf("pipe %d (scoreboard %d), lost %d (%d), resent %d (%d), una %d nxt %d end %d cwnd %d", s.pipe, pipe, s.lostPending, lost, s.retxOut, retx, s.una, s.nxt, s.end, s.cwnd)
 	}
 }
 

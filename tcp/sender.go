@@ -18,6 +18,9 @@ type seg struct {
 	lost       bool // declared lost and not yet resent
 	inPipe     bool // counted in pipe (RFC 6675's estimate of bytes in flight)
 	retx       bool // the last transmission was a retransmission (Karn: no RTT sample)
+	// retxNxt is the sender's nxt when the segment was last resent: SACKs
+	// beyond it are of data sent after the retransmission.
+	retxNxt uint64
 }
 
 func (s *seg) len() int { return int(s.end - s.start) }
@@ -35,9 +38,11 @@ type sender struct {
 	writes        fifo.Queue[write] // posted, not yet completed
 	wNext         int               // index in writes of the message nxt is in
 
-	cwnd, ssthresh, pipe int // bytes
-	caAcked              int // bytes acknowledged toward the next congestion-avoidance step
-	lostPending          int // segments with lost set
+	cwnd, ssthresh, pipe int    // bytes
+	caAcked              int    // bytes acknowledged toward the next congestion-avoidance step
+	lostPending          int    // segments with lost set
+	retxOut              int    // resent segments in pipe
+	highSACK             uint64 // the highest byte SACKed (exclusive)
 	lossFloor            uint64
 	inRecovery           bool // a loss episode is open until una reaches recover
 	fastRecovery         bool // ... and it was entered by SACK/dupacks, not a timeout
@@ -83,8 +88,9 @@ func (q *Conn) nextSeg(now mtime.Time) (sg *seg, fresh bool) {
 			if s.pipe+g.len() > s.cwnd {
 				return nil, false
 			}
-			g.lost, g.inPipe, g.retx, g.sentAt = false, true, true, now
+			g.lost, g.inPipe, g.retx, g.sentAt, g.retxNxt = false, true, true, now, s.nxt
 			s.lostPending--
+			s.retxOut++
 			s.pipe += g.len()
 			q.stats.Retransmits++
 			return g, false
@@ -145,6 +151,10 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 	lost := false
 	if newSACK {
 		lost = s.markLost(c.DupThresh)
+		if s.retxOut > 0 && s.markLostRetransmits(c.DupThresh, c.MSS) {
+			lost = true
+			q.stats.LostRetransmits++
+		}
 	}
 	if s.dupacks >= c.DupThresh && s.segs.Len() > 0 {
 		if g := s.segs.At(0); !g.sacked && g.inPipe && !g.retx {
@@ -180,9 +190,7 @@ func (q *Conn) advance(now mtime.Time, ack uint64) int {
 		if g.end > ack {
 			break
 		}
-		if g.inPipe {
-			s.pipe -= g.len()
-		}
+		s.leavePipe(g)
 		if g.lost {
 			s.lostPending--
 		}
@@ -277,10 +285,8 @@ func (s *sender) sack(b span) int {
 			continue
 		}
 		g.sacked = true
-		if g.inPipe {
-			s.pipe -= g.len()
-			g.inPipe = false
-		}
+		s.leavePipe(g)
+		s.highSACK = max(s.highSACK, g.end)
 		if g.lost {
 			g.lost = false
 			s.lostPending--
@@ -329,10 +335,37 @@ func (s *sender) markLost(dupThresh int) bool {
 func (s *sender) declareLost(g *seg) {
 	g.lost = true
 	s.lostPending++
-	if g.inPipe {
-		g.inPipe = false
-		s.pipe -= g.len()
+	s.leavePipe(g)
+}
+
+// leavePipe takes g out of pipe, if it is in.
+func (s *sender) leavePipe(g *seg) {
+	if !g.inPipe {
+		return
 	}
+	g.inPipe = false
+	s.pipe -= g.len()
+	if g.retx {
+		s.retxOut--
+	}
+}
+
+// markLostRetransmits declares lost every resent segment in pipe, not
+// SACKed, above whose retransmission DupThresh segments' worth of data
+// sent later has been SACKed: the retransmission was lost too (the
+// lost-retransmission detection Linux did before RACK, from the SACKed
+// sequence space, tcp_mark_lost_retrans). It reports whether it declared
+// any.
+func (s *sender) markLostRetransmits(dupThresh, mss int) bool {
+	found := false
+	for i := 0; i < s.segs.Len() && s.retxOut > 0; i++ {
+		g := s.segs.At(i)
+		if g.retx && g.inPipe && s.highSACK > g.retxNxt+uint64((dupThresh-1)*mss) {
+			s.declareLost(g)
+			found = true
+		}
+	}
+	return found
 }
 
 // grow opens the window for acked bytes: slow start below ssthresh (at

@@ -21,10 +21,14 @@ type Stats struct {
 	verbs.Stats
 	FastRecoveries uint64 // loss episodes entered by SACK or duplicate ACKs
 	WindowCuts     uint64 // DCTCP window reductions
+	// LostRetransmits counts the ACKs that found a retransmission lost
+	// (by SACKs of data sent after it).
+	LostRetransmits uint64
 }
 
 func (s *Stats) add(o *Stats) {
 	s.Stats.Add(&o.Stats)
 	s.FastRecoveries += o.FastRecoveries
 	s.WindowCuts += o.WindowCuts
+	s.LostRetransmits += o.LostRetransmits
 }

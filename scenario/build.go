@@ -615,6 +615,9 @@ func (s *Scenario) tcpTransport(key, base string, t sim.Transport, p *TCPParams)
 	if p.MSS != 0 {
 		cfg.MSS = p.MSS
 	}
+	if p.RACK != nil {
+		cfg.DisableRACK = !*p.RACK
+	}
 	if err := tcp.Check(cfg); err != nil {
 		return t, s.errorf(key, "%v", err)
 	}

@@ -427,7 +427,7 @@ func TestDescribeFailureGrammar(t *testing.T) {
 // runs with, keeping the base's variant and switch features, and
 // queues.ecn_k the switches' threshold.
 func TestTCPParams(t *testing.T) {
-	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4}}\n  - tcp\n")
+	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4, rack: false}}\n  - tcp\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,11 +436,11 @@ func TestTCPParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, nr := p.Runs[0], p.Runs[1]
-	if c := d.Transport.TCP; d.Transport.Name != "d1" || c == nil || c.MinRTO != time.Millisecond || c.InitCwnd != 4 || c.Variant != tcp.DCTCP ||
+	if c := d.Transport.TCP; d.Transport.Name != "d1" || c == nil || c.MinRTO != time.Millisecond || c.InitCwnd != 4 || c.Variant != tcp.DCTCP || !c.DisableRACK ||
 		!d.Transport.ECNK || !d.Transport.ECNLastHop {
 		t.Errorf("d1: %+v, TCP %+v", d.Transport, d.Transport.TCP)
 	}
-	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || nr.Transport.ECNK {
+	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || c.DisableRACK || nr.Transport.ECNK {
 		t.Errorf("tcp: %+v, TCP %+v", nr.Transport, c)
 	}
 	if d.Queue.ECNK != 30<<10 {

@@ -105,6 +105,7 @@ type TCPParams struct {
 	InitCwnd   int      `yaml:"init_cwnd"`
 	DupThresh  int      `yaml:"dupthresh"`
 	MSS        int      `yaml:"mss"`
+	RACK       *bool    `yaml:"rack"`
 }
 
 // EVProfile is mrc.EVProfile in YAML; zero fields keep the base's.

@@ -77,6 +77,11 @@ type Config struct {
 	// G is DCTCP's alpha gain (default 1/16); InitialAlpha its first
 	// alpha (default 1).
 	G, InitialAlpha float64
+	// DisableRACK turns off RACK-TLP (RFC 8985), on by default as in
+	// Linux since 4.18: loss is then detected by DupThresh alone and a
+	// lost tail waits for the retransmission timeout, as in the stacks of
+	// the classic incast studies.
+	DisableRACK bool
 	// DSCP is the codepoint of every segment (default 0, best effort).
 	DSCP uint8
 	// SkipChecksum turns off verification of received checksums (for

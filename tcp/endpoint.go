@@ -108,7 +108,7 @@ func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
 // NextTimeout returns when HandleTimeout should next be called, or
-// mtime.Never: the earliest retransmission timer.
+// mtime.Never: the earliest retransmission, reordering or probe timer.
 func (e *Endpoint) NextTimeout() mtime.Time { return e.timers.Min() }
 
 // HandleTimeout runs every timer due at now. Calling it early or twice is
@@ -121,19 +121,19 @@ func (e *Endpoint) HandleTimeout(now mtime.Time) {
 			return
 		}
 		e.timers.Remove(q)
-		q.onRTO(now)
+		q.onTimer(now)
 		e.update(q, now)
 	}
 }
 
 // update queues q for PollTransmit if it has a segment to send and arms
-// its timer at its retransmission deadline.
+// its timer at its next deadline.
 func (e *Endpoint) update(q *Conn, now mtime.Time) {
 	if q.sendable() && !q.inReady {
 		q.inReady = true
 		e.ready[q.port].Push(q)
 	}
-	switch d := q.snd.rtoAt; {
+	switch d := q.snd.deadline(); {
 	case d == mtime.Never:
 		e.timers.Remove(q)
 	case !q.timer.Queued() || q.timer.Key() != d:

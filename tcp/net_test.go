@@ -40,6 +40,9 @@ type dumbbell struct {
 	qMax         int
 	events       int
 	onEvent      func(h int, ev verbs.Event)
+	// drop, when set, is asked about every packet reaching the switch
+	// and loses those it returns true for.
+	drop func(pkt []byte) bool
 }
 
 type evKind uint8
@@ -229,6 +232,9 @@ func (d *dumbbell) step() bool {
 	case evHostTx:
 		d.transmit(e.h)
 	case evAtSw:
+		if d.drop != nil && d.drop(e.pkt) {
+			return true
+		}
 		out, drop := d.sw.Forward(e.pkt, e.h)
 		if drop != vswitch.DropNone {
 			return true

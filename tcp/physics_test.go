@@ -105,10 +105,10 @@ func TestDCTCPQueueNearK(t *testing.T) {
 // this one has arrived (a barrier, as a striped storage read). The
 // bottleneck buffers 256 KB, a shallow-buffered switch port. It returns
 // the goodput in Gb/s.
-func incast(t *testing.T, n int, minRTO time.Duration, rounds int) float64 {
+func incast(t *testing.T, n int, minRTO time.Duration, rack bool, rounds int) float64 {
 	t.Helper()
 	const sru = 64 << 10
-	d := newDumbbell(t, n+1, 10e9, 5*time.Microsecond, Config{MSS: mss1460, MinRTO: minRTO},
+	d := newDumbbell(t, n+1, 10e9, 5*time.Microsecond, Config{MSS: mss1460, MinRTO: minRTO, DisableRACK: !rack},
 		vswitch.QueueConfig{Buffer: 256 << 10})
 	fs := make([]*flow, n)
 	for h := range n {
@@ -149,12 +149,21 @@ func incast(t *testing.T, n int, minRTO time.Duration, rounds int) float64 {
 // collapses by an order of magnitude or more once enough synchronised
 // senders overflow the shallow buffer (a lost tail waits a whole RTO),
 // while a 1 ms minimum RTO keeps it within a small factor of the link.
+// The stacks of those studies predate RACK-TLP, so it is off here; with
+// it (the default, as in Linux since 4.18) a tail loss probe recovers
+// most lost tails in two round trips, which the test logs and requires
+// to be no worse.
 func TestIncastCollapse(t *testing.T) {
 	const rounds = 5
-	few := incast(t, 2, DefaultMinRTO, rounds)
-	many := incast(t, 32, DefaultMinRTO, rounds)
-	fast := incast(t, 32, time.Millisecond, rounds)
-	t.Logf("goodput: 2 senders %.2f Gb/s; 32 senders %.3f Gb/s with a 200 ms min RTO, %.2f Gb/s with 1 ms", few, many, fast)
+	few := incast(t, 2, DefaultMinRTO, false, rounds)
+	many := incast(t, 32, DefaultMinRTO, false, rounds)
+	fast := incast(t, 32, time.Millisecond, false, rounds)
+	tlp := incast(t, 32, DefaultMinRTO, true, rounds)
+	t.Logf("goodput: 2 senders %.2f Gb/s; 32 senders %.3f Gb/s with a 200 ms min RTO, %.2f Gb/s with 1 ms; %.2f Gb/s with 200 ms and RACK-TLP",
+		few, many, fast, tlp)
+	if tlp < many {
+		t.Errorf("RACK-TLP makes incast worse: %.3f Gb/s against %.3f without", tlp, many)
+	}
 	switch {
 	case few < 5:
 		t.Errorf("2 senders: %.2f Gb/s of 10: no headroom for a collapse to show", few)

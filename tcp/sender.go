@@ -53,6 +53,8 @@ type sender struct {
 	hasRTT            bool
 	rtoAt             mtime.Time
 
+	rack rack
+
 	// DCTCP
 	alpha                float64
 	ackedBytes, eceBytes int
@@ -66,6 +68,14 @@ func (s *sender) init(c *Config) {
 	s.rto = c.InitialRTO
 	s.rtoAt = mtime.Never
 	s.alpha = c.InitialAlpha
+	s.rack.init()
+	s.rack.minRTT = 1 << 62
+}
+
+// deadline returns the sender's next timer: the retransmission timeout,
+// RACK's reordering timer or the tail loss probe.
+func (s *sender) deadline() mtime.Time {
+	return mtime.Min(s.rtoAt, mtime.Min(s.rack.at, s.rack.tlpAt))
 }
 
 // post appends a message of n bytes to the stream.
@@ -74,11 +84,20 @@ func (s *sender) post(id, n uint64) {
 	s.writes.Push(write{id: id, bytes: n, end: s.end})
 }
 
-// nextSeg returns the next segment to send within cwnd, if any: the
-// lowest lost one, else new data (at most MSS bytes, never past the end
-// of a message). fresh says it is new data.
+// nextSeg returns the next segment to send, if any: a tail loss probe
+// if one is due, else the lowest lost segment within cwnd, else new data
+// (at most MSS bytes, never past the end of a message). fresh says it is
+// new data.
 func (q *Conn) nextSeg(now mtime.Time) (sg *seg, fresh bool) {
-	s, mss := &q.snd, q.ep.cfg.MSS
+	s := &q.snd
+	defer func() {
+		if sg != nil && !q.ep.cfg.DisableRACK {
+			s.armTLP(now)
+		}
+	}()
+	if s.rack.tlpPending {
+		return q.probe(now)
+	}
 	if s.lostPending > 0 {
 		for i := range s.segs.Len() {
 			g := s.segs.At(i)
@@ -99,13 +118,22 @@ func (q *Conn) nextSeg(now mtime.Time) (sg *seg, fresh bool) {
 	if s.nxt >= s.end {
 		return nil, false
 	}
+	if g := q.newSeg(now, false); g != nil {
+		return g, true
+	}
+	return nil, false
+}
+
+// newSeg sends the next MSS of new data, within cwnd unless anyway.
+func (q *Conn) newSeg(now mtime.Time, anyway bool) *seg {
+	s, mss := &q.snd, q.ep.cfg.MSS
 	for s.writes.At(s.wNext).end <= s.nxt {
 		s.wNext++
 	}
 	msgEnd := s.writes.At(s.wNext).end
 	n := min(uint64(mss), msgEnd-s.nxt)
-	if s.pipe+int(n) > s.cwnd {
-		return nil, false
+	if !anyway && s.pipe+int(n) > s.cwnd {
+		return nil
 	}
 	s.segs.Push(seg{start: s.nxt, end: s.nxt + n, sentAt: now, psh: s.nxt+n == msgEnd, inPipe: true})
 	s.nxt += n
@@ -115,12 +143,12 @@ func (q *Conn) nextSeg(now mtime.Time) (sg *seg, fresh bool) {
 	}
 	q.stats.DataSent++
 	q.stats.PayloadSent += n
-	return s.segs.At(s.segs.Len() - 1), true
+	return s.segs.At(s.segs.Len() - 1)
 }
 
 // hasData reports whether the sender has a segment cwnd lets out now.
 func (s *sender) hasData(mss int) bool {
-	if s.lostPending > 0 {
+	if s.lostPending > 0 || s.rack.tlpPending {
 		return true // nextSeg decides against cwnd
 	}
 	return s.nxt < s.end && s.pipe+min(mss, int(s.end-s.nxt)) <= s.cwnd
@@ -141,7 +169,7 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 	}
 	sacked, newSACK := 0, false
 	for _, b := range sacks {
-		n := s.sack(b)
+		n := s.sack(now, b)
 		sacked += n
 		newSACK = newSACK || n > 0
 	}
@@ -162,19 +190,52 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 			lost = true
 		}
 	}
+	if !c.DisableRACK && (acked > 0 || newSACK) {
+		s.rack.tlpOut = false
+		lost = s.detect(now) || lost
+	}
 	if s.inRecovery && s.una >= s.recover {
 		s.inRecovery, s.fastRecovery = false, false
 	}
-	if lost && !s.inRecovery {
-		flight := int(s.nxt - s.una)
-		s.ssthresh = max(flight/2, 2*c.MSS)
-		s.cwnd = s.ssthresh
-		s.inRecovery, s.fastRecovery, s.recover = true, true, s.nxt
-		s.caAcked = 0
-		q.stats.FastRecoveries++
+	if lost {
+		q.enterRecovery()
 	}
 	if acked > 0 && !s.fastRecovery {
 		s.grow(acked, c.MSS)
+	}
+	if !c.DisableRACK {
+		s.armTLP(now)
+	}
+}
+
+// enterRecovery opens a loss episode, unless one is open: the window
+// halves once (RFC 6675 §5, RFC 5681 §3.2).
+func (q *Conn) enterRecovery() {
+	s, mss := &q.snd, q.ep.cfg.MSS
+	if s.inRecovery {
+		return
+	}
+	s.ssthresh = max(int(s.nxt-s.una)/2, 2*mss)
+	s.cwnd = s.ssthresh
+	s.inRecovery, s.fastRecovery, s.recover = true, true, s.nxt
+	s.caAcked = 0
+	s.rack.tlpAt = mtime.Never
+	q.stats.FastRecoveries++
+}
+
+// onTimer runs the sender's timers due at now: the retransmission
+// timeout, RACK's reordering timer and the tail loss probe.
+func (q *Conn) onTimer(now mtime.Time) {
+	s := &q.snd
+	if s.rtoAt <= now {
+		q.onRTO(now)
+		return
+	}
+	if s.rack.at <= now && s.detect(now) {
+		q.enterRecovery()
+	}
+	if s.rack.tlpAt <= now {
+		s.rack.tlpAt, s.rack.tlpPending = mtime.Never, true
 	}
 }
 
@@ -199,6 +260,9 @@ func (q *Conn) advance(now mtime.Time, ack uint64) int {
 		}
 		if !g.retx && !g.sacked {
 			sample = now.Sub(g.sentAt)
+		}
+		if !g.sacked {
+			s.rack.delivered(now, g)
 		}
 		s.segs.Pop()
 	}
@@ -251,6 +315,7 @@ func (q *Conn) rttSample(r time.Duration) {
 		s.srtt = (7*s.srtt + r) / 8
 	}
 	s.rto = min(max(s.srtt+max(time.Microsecond, 4*s.rttvar), c.MinRTO), c.MaxRTO)
+	s.rack.minRTT = min(s.rack.minRTT, r)
 }
 
 // head returns the oldest segment in flight, or nil.
@@ -263,7 +328,7 @@ func (s *sender) head() *seg {
 
 // sack marks the segments block b covers as SACKed and returns their
 // bytes that were not SACKed before.
-func (s *sender) sack(b span) int {
+func (s *sender) sack(now mtime.Time, b span) int {
 	// Segments are in stream order: find the first that starts at or
 	// after b.start by bisection.
 	lo, hi := 0, s.segs.Len()
@@ -285,6 +350,7 @@ func (s *sender) sack(b span) int {
 			continue
 		}
 		g.sacked = true
+		s.rack.delivered(now, g)
 		s.leavePipe(g)
 		s.highSACK = max(s.highSACK, g.end)
 		if g.lost {
@@ -433,6 +499,7 @@ func (q *Conn) onRTO(now mtime.Time) {
 	}
 	s.lossFloor = s.nxt
 	s.inRecovery, s.fastRecovery, s.recover = true, false, s.nxt
+	s.rack.at, s.rack.tlpAt, s.rack.tlpPending, s.rack.tlpOut = mtime.Never, mtime.Never, false, false
 	s.rto = min(2*s.rto, c.MaxRTO)
 	s.rtoAt = now.Add(s.rto)
 }

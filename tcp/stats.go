@@ -24,6 +24,7 @@ type Stats struct {
 	// LostRetransmits counts the ACKs that found a retransmission lost
 	// (by SACKs of data sent after it).
 	LostRetransmits uint64
+	TailProbes      uint64 // tail loss probes sent (RACK-TLP)
 }
 
 func (s *Stats) add(o *Stats) {
@@ -31,4 +32,5 @@ func (s *Stats) add(o *Stats) {
 	s.FastRecoveries += o.FastRecoveries
 	s.WindowCuts += o.WindowCuts
 	s.LostRetransmits += o.LostRetransmits
+	s.TailProbes += o.TailProbes
 }

@@ -38,6 +38,25 @@ func checkSender(t *testing.T, q *Conn) {
 	}
 }
 
+// checkReceiver fails unless the out-of-order ranges are disjoint,
+// ascending, above nxt and counted right.
+func checkReceiver(t *testing.T, q *Conn) {
+	t.Helper()
+	r := &q.rcv
+	var n uint64
+	prev := r.nxt
+	for i, s := range r.ooo {
+		if s.start <= prev || s.end <= s.start {
+			t.Fatalf("range %d [%d, %d) after %d", i, s.start, s.end, prev)
+		}
+		prev = s.end
+		n += s.end - s.start
+	}
+	if n != r.oooLen || q.stats.PayloadReceived != r.nxt+n {
+		t.Fatalf("out of order %d bytes (counted %d), received %d, nxt %d", n, r.oooLen, q.stats.PayloadReceived, r.nxt)
+	}
+}
+
 // FuzzHandleDatagram feeds arbitrary TCP segments (correctly addressed,
 // so they reach a connection) to both ends of a transfer in progress,
 // between normal exchanges: nothing panics, the sender's bookkeeping
@@ -68,6 +87,7 @@ func FuzzHandleDatagram(f *testing.F) {
 		d.eps[to].HandleDatagram(d.now, 0, pkt, len(pkt)+int(payload))
 		d.after(to)
 		checkSender(t, fl.snd)
+		checkReceiver(t, fl.rcv)
 		before := fl.rcv.rcv.nxt
 		d.run(200_000_000, func() bool { return fl.rcv.rcv.nxt > before+1<<16 || fl.finished() })
 		checkSender(t, fl.snd)
@@ -91,6 +111,8 @@ func TestSenderInvariantsUnderLoss(t *testing.T) {
 		if steps%64 == 0 {
 			checkSender(t, f0.snd)
 			checkSender(t, f1.snd)
+			checkReceiver(t, f0.rcv)
+			checkReceiver(t, f1.rcv)
 		}
 	}
 	if f0.snd.Stats().Retransmits+f1.snd.Stats().Retransmits == 0 {

@@ -29,6 +29,7 @@ type heldAck struct {
 type receiver struct {
 	nxt      uint64   // next in-order byte
 	ooo      []span   // received above nxt: disjoint, ascending
+	oooLen   uint64   // bytes in ooo
 	latest   span     // the most recently received segment
 	msgEnds  []uint64 // ends of messages received (PSH) above nxt, ascending
 	recvs    fifo.Queue[uint64]
@@ -69,13 +70,14 @@ func (q *Conn) onData(now mtime.Time, g span, psh, ce bool) {
 		k := 0
 		for k < len(r.ooo) && r.ooo[k].start <= r.nxt {
 			r.nxt = max(r.nxt, r.ooo[k].end)
+			r.oooLen -= r.ooo[k].end - r.ooo[k].start
 			k++
 		}
 		r.ooo = append(r.ooo[:0], r.ooo[k:]...)
 	} else {
 		r.insert(g)
 	}
-	q.stats.PayloadReceived = r.nxt
+	q.stats.PayloadReceived = r.nxt + r.oooLen
 	q.deliver(now)
 }
 
@@ -93,8 +95,10 @@ func (r *receiver) insert(g span) {
 	j := i
 	for j < len(r.ooo) && r.ooo[j].start <= g.end {
 		g.start, g.end = min(g.start, r.ooo[j].start), max(g.end, r.ooo[j].end)
+		r.oooLen -= r.ooo[j].end - r.ooo[j].start
 		j++
 	}
+	r.oooLen += g.end - g.start
 	r.ooo = slices.Replace(r.ooo, i, j, g)
 }
 

@@ -13,7 +13,8 @@ import "github.com/openmrc/mrc/verbs"
 // retransmission timeouts and LossTimeouts the segments each declared
 // lost, DataReceived new segments, Duplicates segments received before,
 // CEReceived segments that arrived CE-marked, PayloadReceived the bytes
-// in order at the receiver, WritesDone and ImmsDelivered messages
+// received, each once, in order or not (as the RDMA transports place
+// them), WritesDone and ImmsDelivered messages
 // completed. Drops[verbs.DropNotMRC] counts packets that are not TCP to a
 // connection of this endpoint, Drops[verbs.DropOutOfWindow] segments far
 // outside the window and Drops[verbs.DropStale] ACKs of bytes never sent.

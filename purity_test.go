@@ -20,12 +20,13 @@ import (
 // purePackages are the protocol core: the module root, its internal core
 // parts (every folder directly under internal/ but the helper folders), the
 // wire format, the shared verbs vocabulary, congestion control,
-// the nanosecond clock type and the virtual switch. They and every module
-// package they import, directly or not, must stay pure.
+// the nanosecond clock type and the virtual switch; and the sans-IO TCP
+// baseline. They and every module package they import, directly or not,
+// must stay pure.
 var purePackages = []string{
 	".", "./internal/evset", "./internal/rxwin", "./internal/psn", "./internal/timerq",
 	"./internal/memreg", "./internal/qptable", "./internal/fifo", "./internal/xrand",
-	"./wire", "./cc", "./mtime", "./vswitch", "./verbs",
+	"./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp",
 }
 
 // helperFolders hold the packages under internal/ that are not core parts:

@@ -13,6 +13,7 @@ import (
 	"github.com/openmrc/mrc/sim/htsim"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/tcp"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/vswitch"
 )
@@ -562,12 +563,69 @@ func (s *Scenario) buildFailures(tp *topo.Topology, seed uint64, stop time.Durat
 }
 
 // builtinNames lists the built-in transports.
-func builtinNames() []string {
+func builtinNames() []string { return namesWhere(func(sim.Transport) bool { return true }) }
+
+// namesWhere lists the built-in transports that keep says to.
+func namesWhere(keep func(sim.Transport) bool) []string {
 	var names []string
 	for _, t := range sim.Transports() {
-		names = append(names, t.Name)
+		if keep(t) {
+			names = append(names, t.Name)
+		}
 	}
 	return names
+}
+
+// tcpTransport applies a variant's tcp: block to t, a transport that
+// runs package tcp.
+func (s *Scenario) tcpTransport(key, base string, t sim.Transport, p *TCPParams) (sim.Transport, error) {
+	if t.TCP == nil {
+		return t, s.errorf(key, "%s does not run TCP (tcp applies to %s)", base, strings.Join(namesWhere(func(t sim.Transport) bool { return t.TCP != nil }), ", "))
+	}
+	for _, c := range []struct {
+		k string
+		v int
+	}{{"init_cwnd", p.InitCwnd}, {"dupthresh", p.DupThresh}, {"mss", p.MSS}} {
+		if c.v < 0 {
+			return t, s.errorf(key+"."+c.k, "%d: want a positive number", c.v)
+		}
+	}
+	for _, c := range []struct {
+		k string
+		v Duration
+	}{{"min_rto", p.MinRTO}, {"max_rto", p.MaxRTO}, {"initial_rto", p.InitialRTO}} {
+		if c.v < 0 {
+			return t, s.errorf(key+"."+c.k, "%v: want a positive duration", c.v.D())
+		}
+	}
+	cfg := *t.TCP
+	if p.MinRTO != 0 {
+		cfg.MinRTO = p.MinRTO.D()
+	}
+	if p.MaxRTO != 0 {
+		cfg.MaxRTO = p.MaxRTO.D()
+	}
+	if p.InitialRTO != 0 {
+		cfg.InitialRTO = p.InitialRTO.D()
+	}
+	if p.InitCwnd != 0 {
+		cfg.InitCwnd = p.InitCwnd
+	}
+	if p.DupThresh != 0 {
+		cfg.DupThresh = p.DupThresh
+	}
+	if p.MSS != 0 {
+		cfg.MSS = p.MSS
+	}
+	if p.RACK != nil {
+		cfg.DisableRACK = !*p.RACK
+	}
+	if err := tcp.Check(cfg); err != nil {
+		return t, s.errorf(key, "%v", err)
+	}
+	nt := sim.TCP(t.Name, cfg.Variant, cfg)
+	nt.Trim, nt.Lossless, nt.ECNLastHop, nt.ECNK = t.Trim, t.Lossless, t.ECNLastHop, t.ECNK
+	return nt, nil
 }
 
 // buildTransports resolves the scenario's transports, or the names
@@ -646,7 +704,7 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 	}
 	if spec.EV != nil {
 		if t.EV == nil {
-			return sim.Transport{}, s.errorf(key+".ev", "%s does not run the MRC core: it has no EVs", base)
+			return sim.Transport{}, s.errorf(key+".ev", "%s does not run the MRC core: it has no EVs (ev applies to %s)", base, strings.Join(namesWhere(func(t sim.Transport) bool { return t.EV != nil }), ", "))
 		}
 		ev := *t.EV
 		e := spec.EV
@@ -683,6 +741,12 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 		nt := sim.MRCProfile(t.Name, ev, t.Fabric)
 		nt.Trim, nt.Lossless, nt.ECNLastHop = t.Trim, t.Lossless, t.ECNLastHop
 		t = nt
+	}
+	if spec.TCP != nil {
+		var err error
+		if t, err = s.tcpTransport(key+".tcp", base, t, spec.TCP); err != nil {
+			return sim.Transport{}, err
+		}
 	}
 	switch spec.Fabric {
 	case "":
@@ -746,7 +810,7 @@ func (s *Scenario) simConfig() (sim.Config, error) {
 		v   Size
 		dst *int
 	}{{"buffer", q.Buffer, &c.Queue.Buffer}, {"header_buffer", q.HeaderBuffer, &c.Queue.HeaderBuffer}, {"trim_at", q.TrimAt, &c.Queue.TrimAt},
-		{"last_hop_trim_at", q.LastHopTrimAt, &c.Queue.LastHopTrimAt}, {"ecn_min", q.ECNMin, &c.Queue.ECNMin}, {"ecn_max", q.ECNMax, &c.Queue.ECNMax},
+		{"last_hop_trim_at", q.LastHopTrimAt, &c.Queue.LastHopTrimAt}, {"ecn_min", q.ECNMin, &c.Queue.ECNMin}, {"ecn_max", q.ECNMax, &c.Queue.ECNMax}, {"ecn_k", q.ECNK, &c.Queue.ECNK},
 		{"pfc_xoff", q.PFCXoff, &c.Queue.PFCXoff}, {"pfc_xon", q.PFCXon, &c.Queue.PFCXon}} {
 		if *f.dst, err = big(f.key, f.v); err != nil {
 			return c, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/sim/workload"
+	"github.com/openmrc/mrc/tcp"
 	"github.com/openmrc/mrc/units"
 	"go.yaml.in/yaml/v3"
 )
@@ -96,8 +97,12 @@ func TestDocExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the documented example does not build: %v", err)
 	}
-	if len(p.Runs) != 2 || p.Runs[1].Transport.Name != "mrc-32ev" || p.Runs[1].Transport.EV.ActivePerPlane != 32 {
-		t.Errorf("transports: %+v", p.Runs)
+	if len(p.Runs) != 3 || p.Runs[1].Transport.Name != "mrc-32ev" || p.Runs[1].Transport.EV.ActivePerPlane != 32 ||
+		p.Runs[2].Transport.Name != "dctcp-1ms" || p.Runs[2].Transport.TCP.MinRTO != time.Millisecond {
+		t.Errorf("transports: %d runs", len(p.Runs))
+		for _, r := range p.Runs {
+			t.Errorf("%+v", r.Transport)
+		}
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -189,6 +194,12 @@ func TestBuildErrors(t *testing.T) {
 		{small + "failures:\n  - {kind: link_down, element: random:t0-t1, at: 20us, until: 10us}\n", `failures[0].until: 10µs is not after at (20µs)`},
 		{small + "transports: [mrc, nope]\n", `x.yaml:3: transports[1]: unknown transport "nope"`},
 		{small + "transports:\n  - {name: x, base: roce, ev: {active_per_plane: 4}}\n", `transports[0].ev: roce does not run the MRC core`},
+		{small + "transports:\n  - {name: x, base: tcp, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: tcp does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, mrc-1ev-ecmp, mrc-ecmp)`},
+		{small + "transports:\n  - {name: x, base: mrc, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: mrc does not run TCP (tcp applies to tcp, dctcp)`},
+		{small + "transports:\n  - {name: x, base: dctcp, tcp: {min_rto: 5s}}\n", `transports[0].tcp: RTO bounds: min 5s, initial 1s`},
+		{small + "transports:\n  - {name: x, base: tcp, tcp: {init_cwnd: -1}}\n", `transports[0].tcp.init_cwnd: -1: want a positive number`},
+		{small + "transports:\n  - {name: x, base: tcp, tcp: {min_rot: 1ms}}\n", `unknown key "min_rot" in transports[0].tcp (did you mean "min_rto"?)`},
+		{small + "transports: [tcp, dctcpp]\n", `x.yaml:3: transports[1]: unknown transport "dctcpp" (built-in: mrc, oblivious, mrc-1ev-ecmp, mrc-ecmp, roce, roce-pfc, tcp, dctcp)`},
 		{small + "transports:\n  - {name: x, base: roce, fabric: srv6}\n", `transports[0].fabric: srv6 needs a transport that runs the MRC core`},
 		{small + "transports: [mrc, mrc]\n", `two transports are called "mrc"`},
 		{"topology: {hosts: 16, t0_down: 4, t0_up: 2}\nworkload: {kind: incast, size: 1MiB, senders: 16}\n", `x.yaml:2: workload.senders: 16: want 1..15`},
@@ -410,5 +421,30 @@ func TestDescribeFailureGrammar(t *testing.T) {
 		if got := describeFailure(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%+v:\n got %q\nwant %q…", c.f, got, c.want)
 		}
+	}
+}
+
+// TestTCPParams: a variant's tcp: block reaches the TCP configuration it
+// runs with, keeping the base's variant and switch features, and
+// queues.ecn_k the switches' threshold.
+func TestTCPParams(t *testing.T) {
+	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4, rack: false}}\n  - tcp\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, nr := p.Runs[0], p.Runs[1]
+	if c := d.Transport.TCP; d.Transport.Name != "d1" || c == nil || c.MinRTO != time.Millisecond || c.InitCwnd != 4 || c.Variant != tcp.DCTCP || !c.DisableRACK ||
+		!d.Transport.ECNK || !d.Transport.ECNLastHop {
+		t.Errorf("d1: %+v, TCP %+v", d.Transport, d.Transport.TCP)
+	}
+	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || c.DisableRACK || nr.Transport.ECNK {
+		t.Errorf("tcp: %+v, TCP %+v", nr.Transport, c)
+	}
+	if d.Queue.ECNK != 30<<10 {
+		t.Errorf("queue ECN K %d, want 30 KiB", d.Queue.ECNK)
 	}
 }

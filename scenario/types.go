@@ -90,8 +90,22 @@ type Transport struct {
 	Lossless   *bool `yaml:"lossless"`
 	// EV overrides fields of the base's EV profile (MRC-core transports).
 	EV *EVProfile `yaml:"ev"`
+	// TCP overrides the TCP parameters (tcp and dctcp).
+	TCP *TCPParams `yaml:"tcp"`
 
 	line int
+}
+
+// TCPParams are tcp.Config's parameters in YAML; zero fields keep the
+// base's (docs/tcp.md).
+type TCPParams struct {
+	MinRTO     Duration `yaml:"min_rto"`
+	MaxRTO     Duration `yaml:"max_rto"`
+	InitialRTO Duration `yaml:"initial_rto"`
+	InitCwnd   int      `yaml:"init_cwnd"`
+	DupThresh  int      `yaml:"dupthresh"`
+	MSS        int      `yaml:"mss"`
+	RACK       *bool    `yaml:"rack"`
 }
 
 // EVProfile is mrc.EVProfile in YAML; zero fields keep the base's.
@@ -187,6 +201,7 @@ type Queues struct {
 	LastHopTrimAt Size `yaml:"last_hop_trim_at"`
 	ECNMin        Size `yaml:"ecn_min"`
 	ECNMax        Size `yaml:"ecn_max"`
+	ECNK          Size `yaml:"ecn_k"`
 	PFCXoff       Size `yaml:"pfc_xoff"`
 	PFCXon        Size `yaml:"pfc_xon"`
 }

@@ -107,8 +107,14 @@ type QueueSpec struct {
 	LastHopTrimAt int // trim threshold on ports facing hosts (default 1.5 BDP)
 	ECNMin        int // RED marking starts (default 0.2 BDP)
 	ECNMax        int // every packet marked (default 0.8 BDP)
-	PFCXoff       int // lossless: pause an ingress above this (default Buffer/4)
-	PFCXon        int // resume below this (default PFCXoff/2)
+	// ECNK is the single marking threshold of transports that ask for
+	// one (Transport.ECNK, DCTCP): default BDP/7, the DCTCP paper's
+	// bound K > C·RTT/7 (§3.3), but at least two full packets
+	// (docs/tcp.md).
+	ECNK int
+
+	PFCXoff int // lossless: pause an ingress above this (default Buffer/4)
+	PFCXon  int // resume below this (default PFCXoff/2)
 }
 
 // FailureKind names what a Failure does.
@@ -204,7 +210,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sim: config: local_repair %v is longer than reconvergence %v: a switch learns of its own links first", c.LocalRepair, c.Reconvergence)
 	}
 	q := c.Queue
-	if q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0 || q.LastHopTrimAt < 0 || q.ECNMin < 0 || q.ECNMax < 0 {
+	if q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0 || q.LastHopTrimAt < 0 || q.ECNMin < 0 || q.ECNMax < 0 || q.ECNK < 0 {
 		return fmt.Errorf("sim: config: negative queue size")
 	}
 	if q.ECNMax > 0 && q.ECNMin > q.ECNMax {

@@ -5,6 +5,7 @@ package sim
 
 import (
 	"github.com/openmrc/mrc/roce"
+	"github.com/openmrc/mrc/tcp"
 	"github.com/openmrc/mrc/wire"
 )
 
@@ -33,12 +34,19 @@ func (s *shard) hit(f int32, p *packet) {
 // Traffic classes of packets taken by a failed element.
 const (
 	classOther   = iota // probes, endpoint requests, unknown
-	classData           // MRC or RoCE WRITE packets
-	classControl        // a QP's ACK, SACK, NACK or CNP
+	classData           // MRC or RoCE WRITE packets, TCP segments with payload
+	classControl        // a QP's ACK, SACK, NACK or CNP; a TCP ACK
 )
 
-// trafficClass classifies pkt by its BTH opcode.
+// trafficClass classifies pkt by its BTH opcode, or a TCP segment by
+// whether it carries payload.
 func trafficClass(pkt []byte) int {
+	if isTCP, data := tcp.Classify(pkt); isTCP {
+		if data {
+			return classData
+		}
+		return classControl
+	}
 	h, ok := wire.Locate(pkt)
 	opcode, hasBTH := h.Opcode(pkt)
 	if !ok || !hasBTH {

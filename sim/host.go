@@ -14,8 +14,8 @@ import (
 
 func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
 	w := s.w
-	if p.wl > int32(p.n)+wire.ICRCLen {
-		s.planeRx[port] += uint64(p.wl - int32(p.n) - wire.ICRCLen)
+	if p.wl > int32(p.n)+w.trailer {
+		s.planeRx[port] += uint64(p.wl - int32(p.n) - w.trailer)
 	}
 	if w.hostTaps != nil {
 		s.tapHost(hi, port, false, 0, p.data[:p.n], int(p.wl))

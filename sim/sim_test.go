@@ -392,7 +392,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%s: %v", tr.Name, err)
 		}
 	}
-	if _, err := LookupTransport("tcp"); err == nil {
+	if _, err := LookupTransport("token-ring"); err == nil {
 		t.Error("unknown transport accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/roce"
+	"github.com/openmrc/mrc/tcp"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/vswitch"
@@ -132,12 +133,19 @@ type Transport struct {
 	// ECNLastHop marks ECN on the last hop too (DCQCN needs it; MRC
 	// switches it off, digest §3.10).
 	Trim, Lossless, ECNLastHop bool
+	// ECNK turns on single-threshold ECN marking at K bytes queued
+	// (DCTCP's switch, vswitch.QueueConfig.ECNK) in place of RED:
+	// QueueSpec.ECNK.
+	ECNK bool
 	// New builds a host's NIC.
 	New func(spec NICSpec) (NIC, error)
 	// EV is the EV profile of a transport that runs the MRC core (nil
 	// for the others): what New was built with, for deriving variants
 	// with MRCProfile.
 	EV *mrc.EVProfile
+	// TCP is the configuration of a transport that runs package tcp
+	// (nil for the others).
+	TCP *tcp.Config
 }
 
 // MRC is the MRC core with its default EV profile, over SRv6 uSID paths
@@ -176,10 +184,23 @@ func RoCE(pfc bool) Transport {
 	return Transport{Name: name, Fabric: vswitch.ModeECMP, ECNLastHop: true, Lossless: pfc, New: roceFactory}
 }
 
+// TCP is the TCP baseline (package tcp) with variant v: one connection
+// on one plane and one ECMP path (its 5-tuple) for its whole life, no
+// trimming, tail drop. DCTCP's switches mark ECN at a single threshold K
+// on every hop; NewReno's packets are not ECN-capable. cfg sets the TCP
+// parameters (zero fields: package tcp's defaults, docs/tcp.md); its
+// Variant is v's.
+func TCP(name string, v tcp.Variant, cfg tcp.Config) Transport {
+	cfg.Variant = v
+	return Transport{Name: name, Fabric: vswitch.ModeECMP, ECNLastHop: v == tcp.DCTCP, ECNK: v == tcp.DCTCP,
+		New: tcpFactory(cfg), TCP: &cfg}
+}
+
 // Transports lists the built-in transports by name.
 func Transports() []Transport {
 	return []Transport{MRC(), Oblivious(), SinglePath(),
-		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true)}
+		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true),
+		TCP("tcp", tcp.NewReno, tcp.Config{}), TCP("dctcp", tcp.DCTCP, tcp.Config{})}
 }
 
 // LookupTransport returns the built-in transport called name.
@@ -350,5 +371,56 @@ func (n *roceNIC) Stats() TransportStats {
 		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,
 		PayloadReceived: s.PayloadReceived, RetryTimeouts: s.RetryTimeouts, ECNEchoes: s.ECNEchoes,
 		Drops: s.Dropped(),
+	}
+}
+
+// ---- TCP ------------------------------------------------------------------
+
+type tcpNIC struct {
+	*tcp.Endpoint
+	phantomFlows[*tcp.Conn]
+	planes int
+	port   map[uint32]int // connection → its plane
+}
+
+var _ NIC = (*tcpNIC)(nil)
+
+func tcpFactory(cfg tcp.Config) func(NICSpec) (NIC, error) {
+	return func(s NICSpec) (NIC, error) {
+		c := cfg
+		c.Ports, c.Seed, c.MaxQPs, c.SkipChecksum = s.Ports, s.Seed, s.MaxQPs, true
+		if c.MSS == 0 {
+			c.MSS = s.MTU
+		}
+		ep, err := tcp.NewEndpoint(c)
+		if err != nil {
+			return nil, err
+		}
+		received := func(q *tcp.Conn) uint64 { return q.Stats().PayloadReceived }
+		return &tcpNIC{Endpoint: ep, phantomFlows: phantomFlows[*tcp.Conn]{verbs.MR{Len: phantomLen}, ep.Conn, received},
+			planes: len(s.Ports), port: map[uint32]int{}}, nil
+	}
+}
+
+func (n *tcpNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
+	q, err := n.CreateConn()
+	if err != nil {
+		return 0, err
+	}
+	n.port[q.QPN()] = spec.Index % n.planes
+	return q.QPN(), nil
+}
+
+func (n *tcpNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
+	port := n.port[qpn]
+	return n.Conn(qpn).Connect(now, tcp.ConnectAttr{Port: port, Remote: p.Addrs[port], RemoteQPN: p.QPN})
+}
+
+func (n *tcpNIC) Stats() TransportStats {
+	s := n.Endpoint.Stats()
+	return TransportStats{
+		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,
+		PayloadReceived: s.PayloadReceived, LossTimeouts: s.LossTimeouts, RetryTimeouts: s.RetryTimeouts,
+		ECNEchoes: s.ECNEchoes, Drops: s.Dropped(),
 	}
 }

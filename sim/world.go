@@ -11,6 +11,7 @@ import (
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/vswitch"
+	"github.com/openmrc/mrc/wire"
 )
 
 // World is one simulation: the fabric, the hosts with their transport
@@ -49,7 +50,10 @@ type World struct {
 	fails      []failRecord
 	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence)
 	overhead   int
-	baseRTT    time.Duration
+	// trailer is the bytes after a data packet's payload: the RDMA
+	// transports' ICRC, none for TCP.
+	trailer int32
+	baseRTT time.Duration
 
 	// Capture points (nil without taps): the tap of each host port
 	// (h*Planes+p) and switch port (PortBase+p), or -1.
@@ -138,7 +142,10 @@ func New(cfg Config) (*World, error) {
 		return nil, err
 	}
 	t := c.Topology
-	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead, bytes: c.Workload.Bytes()}
+	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead, bytes: c.Workload.Bytes(), trailer: wire.ICRCLen}
+	if c.Transport.TCP != nil {
+		w.trailer = 0
+	}
 	mtuWire := c.MTU + 128 + c.EthernetOverhead
 	w.baseRTT = t.BaseRTT(mtuWire, 144+c.EthernetOverhead)
 
@@ -330,6 +337,10 @@ func (w *World) queueConfigs() [2]vswitch.QueueConfig {
 	fab := vswitch.QueueConfig{
 		Buffer: q.Buffer, HeaderBuffer: q.HeaderBuffer, Trim: c.Transport.Trim, TrimAt: q.TrimAt,
 		ECNMin: q.ECNMin, ECNMax: q.ECNMax, Lossless: c.Transport.Lossless, PFCXoff: q.PFCXoff, PFCXon: q.PFCXon,
+	}
+	if c.Transport.ECNK {
+		def(&q.ECNK, max(bdp/7, 2*(c.MTU+w.overhead)))
+		fab.ECNK = q.ECNK
 	}
 	last := fab
 	last.TrimAt = q.LastHopTrimAt

@@ -263,6 +263,7 @@ func TestParseTableErrors(t *testing.T) {
 		{"switch mode bogus\n", ":1: switch: mode \"bogus\""},
 		{"switch mode ecmp\nport p0 rate fast\n", "bad rate"},
 		{"switch mode ecmp\nport p0\nqueue ecn 9KiB 1KiB\n", "ECN thresholds"},
+		{"switch mode ecmp\nport p0\nqueue ecn-k\n", "ecn-k needs a size"},
 		{"switch mode ecmp\nport p0\nport p0\n", "listed twice"},
 		{"frobnicate\n", "unknown directive"},
 		{"switch mode ecmp\nport p0 peer zz\n", "want a MAC"},
@@ -276,7 +277,7 @@ func TestParseTableErrors(t *testing.T) {
 port a rate 2.5G delay 10us lasthop
 port b
 queue buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB
-queue port b buffer 1MiB
+queue port b buffer 1MiB ecn-k 30KiB
 route 2001:db8::/32 a b
 default 1
 `), "t")
@@ -284,7 +285,7 @@ default 1
 		t.Fatal(err)
 	}
 	if tb.Ports[0].Rate != 2_500_000_000 || tb.Ports[0].Delay != 10*time.Microsecond || !tb.Ports[0].Queue.LastHop ||
-		tb.Ports[1].Queue.Buffer != 1<<20 || !tb.Ports[1].Queue.Trim || tb.Switch.Queue.TrimAt != 64<<10 ||
+		tb.Ports[1].Queue.Buffer != 1<<20 || !tb.Ports[1].Queue.Trim || tb.Ports[1].Queue.ECNK != 30<<10 || tb.Ports[0].Queue.ECNK != 0 || tb.Switch.Queue.TrimAt != 64<<10 ||
 		len(tb.Routes) != 1 || len(tb.Routes[0].Ports) != 2 || len(tb.Default) != 1 || tb.Default[0] != 1 {
 		t.Errorf("table %+v", tb)
 	}

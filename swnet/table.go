@@ -384,8 +384,8 @@ func parsePort(args []string) (pc PortConfig, lastHop bool, err error) {
 
 // parseQueue applies queue options to q:
 //
-//	buffer N  header N  trim-at N  ecn MIN MAX  trim  no-trim  lasthop
-//	ecn-lasthop  lossless  xoff N  xon N
+//	buffer N  header N  trim-at N  ecn MIN MAX  ecn-k K  trim  no-trim
+//	lasthop  ecn-lasthop  lossless  xoff N  xon N
 //
 // Sizes are bytes, in the grammar of package units (2MiB, 512KiB, 64kB).
 // Naming trim-at turns trimming on.
@@ -423,8 +423,10 @@ func parseQueue(q *vswitch.QueueConfig, args []string) error {
 			if q.ECNMin, err = size(); err == nil {
 				q.ECNMax, err = size()
 			}
+		case "ecn-k":
+			q.ECNK, err = size()
 		case "no-ecn":
-			q.ECNMin, q.ECNMax = 0, 0
+			q.ECNMin, q.ECNMax, q.ECNK = 0, 0, 0
 		case "lasthop":
 			q.LastHop = true
 		case "ecn-lasthop":

@@ -199,7 +199,13 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 	d := &s.cfg.DSCP
 	prio := dscp == d.Control || dscp == d.Trimmed || dscp == d.TrimmedLastHop
 	if !prio {
-		if q.ECNMax > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNMin && tc&3 != 0 {
+		if q.ECNK > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNK && tc&3 != 0 {
+			if wire.MarkCE(pkt) {
+				v.Marked = true
+				s.Counters.Marked++
+				pt.counters.Marked++
+			}
+		} else if q.ECNK == 0 && q.ECNMax > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNMin && tc&3 != 0 {
 			mark := pt.dataBytes >= q.ECNMax
 			if !mark {
 				p := float64(pt.dataBytes-q.ECNMin) / float64(q.ECNMax-q.ECNMin)

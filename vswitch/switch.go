@@ -96,6 +96,12 @@ type QueueConfig struct {
 	// probability rising linearly to 1 at ECNMax. ECNMax 0 turns marking
 	// off.
 	ECNMin, ECNMax int
+	// ECNK turns on single-threshold marking, as DCTCP deploys it
+	// (Alizadeh et al., SIGCOMM 2010, §3.1; RFC 8257): every
+	// ECN-capable packet arriving to more than ECNK bytes queued is
+	// CE-marked, none below. ECNK > 0 replaces the RED thresholds; 0
+	// turns it off.
+	ECNK int
 	// LastHop says the port faces a host: trims take DSCP
 	// TrimmedLastHop, and ECN marking is off unless ECNLastHop.
 	LastHop    bool
@@ -132,7 +138,7 @@ func (q QueueConfig) validate() error {
 	switch {
 	case q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0:
 		return fmt.Errorf("negative buffer size")
-	case q.ECNMin < 0 || q.ECNMax < 0 || q.ECNMax > 0 && q.ECNMin > q.ECNMax:
+	case q.ECNMin < 0 || q.ECNMax < 0 || q.ECNK < 0 || q.ECNMax > 0 && q.ECNMin > q.ECNMax:
 		return fmt.Errorf("ECN thresholds min %d max %d", q.ECNMin, q.ECNMax)
 	case q.Lossless && (q.PFCXon < 0 || q.PFCXon > q.PFCXoff):
 		return fmt.Errorf("PFC thresholds xoff %d xon %d", q.PFCXoff, q.PFCXon)
@@ -424,9 +430,13 @@ func (s *Switch) dropped(c DropCause) (int, DropCause) {
 	return -1, c
 }
 
+// protoTCP is TCP's next-header value (IANA): its ports, like UDP's,
+// are the first 4 bytes of its header.
+const protoTCP = 6
+
 // hash mixes the outer source and destination, flow label and next
-// header, and the UDP ports when UDP follows the outer header, with the
-// switch's seed.
+// header, and the UDP or TCP ports when one follows the outer header
+// (the 5-tuple), with the switch's seed.
 func (s *Switch) hash(pkt []byte) uint64 {
 	h := s.cfg.Seed ^ 0x9e37_79b9_7f4a_7c15
 	h = mix(h, binary.BigEndian.Uint64(pkt[8:]))
@@ -436,7 +446,7 @@ func (s *Switch) hash(pkt []byte) uint64 {
 	first := binary.BigEndian.Uint32(pkt) & wire.FlowLabelMask
 	nh := pkt[6]
 	var ports uint32
-	if nh == wire.ProtoUDP && len(pkt) >= wire.IPv6Len+4 {
+	if (nh == wire.ProtoUDP || nh == protoTCP) && len(pkt) >= wire.IPv6Len+4 {
 		ports = binary.BigEndian.Uint32(pkt[wire.IPv6Len:])
 	}
 	h = mix(h, uint64(first)<<40|uint64(nh)<<32|uint64(ports))

@@ -231,6 +231,91 @@ func TestECNMarking(t *testing.T) {
 	}
 }
 
+// TestECNSingleThreshold: with ECNK set, marking is a step at K (DCTCP's
+// switch): every ECN-capable packet that finds more than K bytes queued
+// is marked, none at or below K, whatever the RED thresholds say; a
+// Not-ECT packet is never marked; last-hop ports obey ECNLastHop.
+func TestECNSingleThreshold(t *testing.T) {
+	const k = 20_000
+	for _, tc := range []struct {
+		name          string
+		queued        int
+		notECT        bool
+		lastHop, onLH bool
+		want          bool
+	}{
+		{"below K", 16_000, false, false, false, false},
+		{"just above K", 21_000, false, false, false, true},
+		{"far above K", 200_000, false, false, false, true},
+		{"not ECN-capable", 30_000, true, false, false, false},
+		{"last hop off", 30_000, false, true, false, false},
+		{"last hop on", 30_000, false, true, true, true},
+	} {
+		s := newSwitch(t, Config{Ports: 2})
+		// RED thresholds far below K would mark everything if they applied.
+		if err := s.SetPortQueue(1, QueueConfig{Buffer: 1 << 20, ECNMin: 1, ECNMax: 2, ECNK: k, LastHop: tc.lastHop, ECNLastHop: tc.onLH}); err != nil {
+			t.Fatal(err)
+		}
+		h := Handle(0)
+		for s.ports[1].dataBytes < tc.queued {
+			pkt, wl := dataPacket(t, false, usid(1), 0, 10)
+			s.Enqueue(0, 1, 0, h, pkt, wl)
+			h++
+		}
+		before := s.ports[1].dataBytes
+		pkt, wl := dataPacket(t, false, usid(1), 0, 10)
+		if tc.notECT {
+			wire.SetOuterECN(pkt, wire.NotECT)
+		}
+		v := s.Enqueue(0, 1, 0, h, pkt, wl)
+		if v.Marked != tc.want || (wire.OuterECN(pkt) == wire.CE) != tc.want {
+			t.Errorf("%s (%d bytes queued): marked %v, want %v", tc.name, before, v.Marked, tc.want)
+		}
+	}
+	// Every packet over K is marked: a deterministic step, no draws.
+	s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 1 << 20, ECNK: k}})
+	marked := 0
+	for i := range 1000 {
+		s.ports[1].dataBytes = k + 1
+		pkt, wl := dataPacket(t, false, usid(1), 0, 10)
+		if s.Enqueue(0, 1, 0, Handle(i), pkt, wl).Marked {
+			marked++
+		}
+	}
+	if marked != 1000 {
+		t.Errorf("above K: %d/1000 marked, want all", marked)
+	}
+	if _, err := New(Config{Ports: 2, Queue: QueueConfig{ECNK: -1}}); err == nil {
+		t.Error("negative ECNK accepted")
+	}
+}
+
+// TestECMPHashesTCPPorts: two TCP connections between the same hosts that
+// differ only in their ports spread over an ECMP group (the 5-tuple hash).
+func TestECMPHashesTCPPorts(t *testing.T) {
+	s := newSwitch(t, Config{Ports: 5, Mode: ModeECMP, Seed: 1})
+	if err := s.AddRoute(usid(0x0202), 48, 1, 2, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int]int{}
+	for sport := range uint16(400) {
+		pkt := make([]byte, wire.IPv6Len+20)
+		ip := wire.IPv6{NextHeader: protoTCP, HopLimit: 64, Src: [16]byte{0xfd, 1}, Dst: usid(0x0202, 3), PayloadLen: 20}
+		ip.Append(pkt[:0])
+		pkt[wire.IPv6Len], pkt[wire.IPv6Len+1] = byte(sport>>8), byte(sport)
+		out, d := s.Forward(pkt, 0)
+		if d != DropNone {
+			t.Fatal(d)
+		}
+		count[out]++
+	}
+	for p := 1; p <= 4; p++ {
+		if count[p] < 60 {
+			t.Errorf("port %d got %d of 400 connections: %v", p, count[p], count)
+		}
+	}
+}
+
 func TestTrimming(t *testing.T) {
 	for _, lastHop := range []bool{false, true} {
 		for _, encap := range []bool{false, true} {

@@ -49,3 +49,12 @@ func (q *Queue[T]) Clear() {
 	clear(q.buf)
 	q.head, q.size = 0, 0
 }
+
+// At returns a pointer to the i-th item from the head (0 is the head),
+// valid until the next Push. i must be in [0, Len()).
+func (q *Queue[T]) At(i int) *T {
+	if i < 0 || i >= q.size {
+		panic("fifo: index out of range")
+	}
+	return &q.buf[(q.head+i)&(len(q.buf)-1)]
+}

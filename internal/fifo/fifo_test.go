@@ -30,5 +30,10 @@ func TestAgainstSlice(t *testing.T) {
 		if q.Len() != len(model) {
 			t.Fatalf("step %d: Len %d, want %d", i, q.Len(), len(model))
 		}
+		if k := len(model); k > 0 {
+			if j := r.IntN(k); *q.At(j) != model[j] {
+				t.Fatalf("step %d: At(%d) = %d, want %d", i, j, *q.At(j), model[j])
+			}
+		}
 	}
 }

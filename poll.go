@@ -52,7 +52,7 @@ func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transm
 				return s.sendRetransmit(q, now, slot, buf), pollSent
 			}
 		} else if s.newReady(q) {
-			if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
+			if slot, ok := q.pickDataEV(now, mask); ok {
 				return s.sendNew(q, now, slot, buf), pollSent
 			}
 		}

@@ -157,6 +157,13 @@ func Oblivious() Transport {
 	return MRCProfile("oblivious", mrc.EVProfile{Oblivious: true}, vswitch.ModeSRv6)
 }
 
+// UEC is UEC's transport as htsim models it (docs/uec.md): the MRC core
+// with its EV states off and REPS load balancing, the same NSCC, over the
+// same trimming fabric.
+func UEC() Transport {
+	return MRCProfile("uec", mrc.EVProfile{Oblivious: true, REPS: true}, vswitch.ModeSRv6)
+}
+
 // SinglePath is MRC pinned to one path per plane: the MRC core with one EV
 // per plane and no backups, over an ECMP fabric that hashes each QP's EV
 // onto one path. It isolates what spraying adds, with MRC's own loss
@@ -178,7 +185,7 @@ func RoCE(pfc bool) Transport {
 
 // Transports lists the built-in transports by name.
 func Transports() []Transport {
-	return []Transport{MRC(), Oblivious(), SinglePath(),
+	return []Transport{MRC(), Oblivious(), UEC(), SinglePath(),
 		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true)}
 }
 

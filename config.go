@@ -169,6 +169,10 @@ type EVProfile struct {
 	// active EVs whatever the feedback (the UEC-like oblivious-spraying
 	// baseline). Trims, losses and ECN still drive congestion control.
 	Oblivious bool
+	// REPS recycles EVs as UEC's REPS does (reps.go): a data packet goes
+	// on an EV whose SACK came back unmarked, each once, or on a random
+	// one when there is none. With Oblivious it is the uec baseline.
+	REPS bool
 }
 
 // InitAttr are the attributes of the RESET→INIT transition.

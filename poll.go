@@ -57,7 +57,7 @@ func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Tra
 				return pollSent
 			}
 		} else if s.newReady(q) {
-			if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
+			if slot, ok := q.pickDataEV(now, mask); ok {
 				s.sendNew(q, now, slot, buf, tx)
 				return pollSent
 			}

@@ -37,6 +37,7 @@ type QP struct {
 	// INIT
 	pd    uint32 // protection domain
 	evp   EVProfile
+	reps  *reps // EVProfile.REPS only
 	evs   *evset.Set
 	cc    cc.Controller
 	newCC func(now mtime.Time) cc.Controller
@@ -135,6 +136,9 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 	}
 	evs.Notify = q.onEVTransition
 	q.pd, q.evp, q.evs = pd, p, evs
+	if p.REPS {
+		q.reps = &reps{}
+	}
 	q.newCC = a.NewCC
 	if q.newCC == nil {
 		q.newCC = func(now mtime.Time) cc.Controller {

@@ -339,12 +339,25 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	q.writeData(now, buf, p, true, tx)
 }
 
+// pickDataEV chooses the EV of a data packet among the planes in mask:
+// one REPS recycles, or a random one of those in service.
+func (q *QP) pickDataEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
+	if q.reps != nil {
+		if slot, ok := q.reps.next(now); ok {
+			if plane := uint32(1) << q.evs.Plane(slot); mask&plane != 0 && q.evs.Usable(plane) {
+				return slot, true
+			}
+		}
+	}
+	return q.evs.Pick(now, mask, q.ep.rng)
+}
+
 // pickRetransmitEV chooses an EV for a retransmission, avoiding the EV that
 // lost the packet when another is available (digest §3.5).
 func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
 	head, _ := q.tx.rtxq.Peek()
 	old := q.tx.rec(head).slot
-	slot, ok := q.evs.Pick(now, mask, q.ep.rng)
+	slot, ok := q.pickDataEV(now, mask)
 	if ok && slot == old {
 		if again, ok2 := q.evs.Pick(now, mask, q.ep.rng); ok2 {
 			slot = again
@@ -580,6 +593,9 @@ func (q *QP) pathFeedback(now mtime.Time, sk *wire.SACK) {
 	if ecn {
 		q.stats.ECNEchoes++
 	}
+	if q.reps != nil && !sk.PR && sk.M == wire.SackNone {
+		q.reps.good(slot)
+	}
 	switch {
 	case sk.PR:
 		q.evs.OnProbeResponse(now, slot, ecn)
@@ -806,6 +822,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			break
 		}
 		q.stats.LossTimeouts++
+		if q.reps != nil {
+			q.reps.lost(now)
+		}
 		congestion := s.lastHopTrimAt > 0 && s.lastHopTrimAt >= r.sentAt
 		if !congestion && s.holdSuspect(q, now, p) {
 			continue

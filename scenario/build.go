@@ -730,6 +730,9 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 		if e.Oblivious != nil {
 			ev.Oblivious = *e.Oblivious
 		}
+		if e.REPS != nil {
+			ev.REPS = *e.REPS
+		}
 		for _, c := range []struct {
 			k string
 			v int

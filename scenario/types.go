@@ -119,6 +119,7 @@ type EVProfile struct {
 	ProbeIntervalMax Duration `yaml:"probe_interval_max"`
 	ProbeSuccesses   int      `yaml:"probe_successes"`
 	Oblivious        *bool    `yaml:"oblivious"`
+	REPS             *bool    `yaml:"reps"`
 }
 
 // WorkloadParts is the workload: one part (a YAML mapping) or several

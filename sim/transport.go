@@ -165,6 +165,13 @@ func Oblivious() Transport {
 	return MRCProfile("oblivious", mrc.EVProfile{Oblivious: true}, vswitch.ModeSRv6)
 }
 
+// UEC is UEC's transport as htsim models it (docs/uec.md): the MRC core
+// with its EV states off and REPS load balancing, the same NSCC, over the
+// same trimming fabric.
+func UEC() Transport {
+	return MRCProfile("uec", mrc.EVProfile{Oblivious: true, REPS: true}, vswitch.ModeSRv6)
+}
+
 // SinglePath is MRC pinned to one path per plane: the MRC core with one EV
 // per plane and no backups, over an ECMP fabric that hashes each QP's EV
 // onto one path. It isolates what spraying adds, with MRC's own loss
@@ -198,7 +205,7 @@ func TCP(name string, v tcp.Variant, cfg tcp.Config) Transport {
 
 // Transports lists the built-in transports by name.
 func Transports() []Transport {
-	return []Transport{MRC(), Oblivious(), SinglePath(),
+	return []Transport{MRC(), Oblivious(), UEC(), SinglePath(),
 		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true),
 		TCP("tcp", tcp.NewReno, tcp.Config{}), TCP("dctcp", tcp.DCTCP, tcp.Config{})}
 }

@@ -646,6 +646,15 @@ func (s *Scenario) buildTransports(names []string) ([]sim.Transport, error) {
 	var out []sim.Transport
 	if names != nil {
 		for _, n := range names {
+			if _, own := defined[n]; n == "all" && !own {
+				// Every built-in transport, in sim.Transports' order.
+				for _, t := range sim.Transports() {
+					if t.New != nil {
+						out = append(out, t)
+					}
+				}
+				continue
+			}
 			if i, ok := defined[n]; ok {
 				t, err := s.transport(i, specs[i])
 				if err != nil {

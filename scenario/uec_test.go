@@ -3,7 +3,10 @@ package scenario
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
+
+	"github.com/openmrc/mrc/sim"
 )
 
 // TestUECMatchesHtsim: the uec baseline on htsim's own permutation
@@ -42,5 +45,28 @@ func TestUECMatchesHtsim(t *testing.T) {
 		if math.Abs(c.got/c.want-1) > 0.03 {
 			t.Errorf("FCT %s %.1f µs, htsim's %.1f µs: more than 3%% apart", c.name, c.got, c.want)
 		}
+	}
+}
+
+// --transports all names every built-in transport, in order, unless the
+// scenario defines a transport of its own called all.
+func TestTransportsAll(t *testing.T) {
+	s, err := LoadPreset("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{Transports: []string{"all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, r := range p.Runs {
+		got = append(got, r.Transport.Name)
+	}
+	for _, tr := range sim.Transports() {
+		want = append(want, tr.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("--transports all: %v, want %v", got, want)
 	}
 }

@@ -40,7 +40,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	topoFile := fs.String("topo", "", "htsim topology `FILE.topo`, with --tm")
 	planes := fs.Int("planes", 1, "planes of the fabric, with --tm (htsim files describe one plane)")
 	seed := fs.Uint64("seed", 0, "random seed (default: the scenario's, 1); a run is a function of the scenario and the seed")
-	transports := fs.String("transports", "", "transports to compare, comma-separated `LIST` (default: the scenario's; built-in: "+strings.Join(builtinTransports(), ",")+")")
+	transports := fs.String("transports", "", "transports to compare, comma-separated `LIST` (default: the scenario's; built-in: "+strings.Join(builtinTransports(), ",")+"; all: every built-in)")
 	stop := fs.Duration("stop", 0, "stop at this much simulated `TIME` (default: the scenario's duration, 1s)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "worker goroutines (results do not depend on it)")
 	jsonOut := fs.String("json", "", "write the results as JSON to `FILE` (- for standard output; schema: docs/results.md)")

@@ -1,0 +1,289 @@
+package mrc
+
+import (
+	"time"
+
+	"github.com/openmrc/mrc/internal/evset"
+	"github.com/openmrc/mrc/internal/psn"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
+	"github.com/openmrc/mrc/verbs"
+	"github.com/openmrc/mrc/wire"
+)
+
+// suspect is an EV whose packet psn timed out (digest §3.7: probes
+// "refresh ack state when SACKs may have been lost"). Rather than retire
+// it at once, the requester rests it and holds its timed-out packets while
+// reliability probes on other EVs name psn; the answer says whether psn
+// arrived (docs/spec-gaps.md row 36). One probe is outstanding per suspect
+// at a time.
+type suspect struct {
+	slot     evset.Slot
+	psn      psn.PSN
+	tries    int
+	awaiting bool       // a probe is out
+	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
+	used     bool
+	// self says the packet is known lost and resent, and the probes now
+	// travel the suspect EV itself, to tell congestion from a dead path
+	// (sender.confirm).
+	self bool
+}
+
+const (
+	// suspectTries is how many probes in a row may go unanswered before
+	// the suspect is retired anyway. A probe travels another EV, so a dead
+	// suspect is known from the first answer; only lost answers repeat
+	// it: with 30% of SACKs lost, twelve in a row happen 5e-7 of the
+	// time.
+	suspectTries = 12
+	// selfProbeTries is how many probes of a suspect EV itself go
+	// unanswered before it is retired (sender.confirm): a dead path loses
+	// them all, a live one with 30% of its answers lost keeps its EV
+	// 97% of the time.
+	selfProbeTries = 3
+)
+
+// deadline returns the requester's next deadline: the loss timer of the
+// oldest packet in flight, or the retry backstop while work is pending.
+func (s *sender) deadline(q *QP) mtime.Time {
+	t := mtime.Never
+	if s.lossHead != noPSN {
+		t = s.rec(s.lossHead).sentAt.Add(q.lossTimeout())
+	}
+	if s.wqeHead != s.wqeTail {
+		t = mtime.Min(t, s.lastProgress.Add(s.retryInterval()))
+	}
+	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
+		t = mtime.Min(t, s.rtxHold)
+	}
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && sp.awaiting {
+			t = mtime.Min(t, sp.at)
+		}
+	}
+	return t
+}
+
+// retryInterval is the backstop timeout for the current retry: fixed for
+// the linear retries, then doubling.
+func (s *sender) retryInterval() time.Duration {
+	if s.retries < s.retryLinear {
+		return s.timeout
+	}
+	return s.timeout << min(s.retries-s.retryLinear+1, 16)
+}
+
+// onTimer declares lost every packet whose loss timer expired, retiring its
+// EV (digest §3.5: an untrimmed loss means the path failed), and runs the
+// retry backstop. A packet that was in flight when a TRIMMED_LASTHOP NACK
+// arrived is the exception: the peer's last hop, which every path to it
+// shares, was trimming the QP's packets while this one travelled, so its
+// trimmed header was most likely dropped in that hop's full header queue
+// (an incast's trims compound there). It is resent as a congestion loss,
+// blaming no EV (docs/spec-gaps.md row 38).
+func (s *sender) onTimer(q *QP, now mtime.Time) {
+	to := q.lossTimeout()
+	for s.lossHead != noPSN {
+		p := s.lossHead
+		r := s.rec(p)
+		if r.sentAt.Add(to) > now {
+			break
+		}
+		q.stats.LossTimeouts++
+		if q.reps != nil {
+			q.reps.lost(now)
+		}
+		congestion := s.lastHopTrimAt > 0 && s.lastHopTrimAt >= r.sentAt
+		if !congestion && s.holdSuspect(q, now, p) {
+			continue
+		}
+		s.requeue(p)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		cwnd := q.cc.Window()
+		if !congestion && !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
+			q.retireLost(now, r.slot, r.sentAt)
+		}
+		q.cc.OnLoss(now, int(r.size))
+		q.traceCwnd(now, cwnd)
+	}
+	s.expireSuspects(q, now)
+	if s.wqeHead != s.wqeTail && now >= s.lastProgress.Add(s.retryInterval()) {
+		s.retries++
+		q.stats.RetryTimeouts++
+		if s.retryExp != RetryForever && s.retries > s.retryLinear+s.retryExp {
+			q.fail(now, verbs.ErrNoPath)
+			return
+		}
+		s.lastProgress = now
+	}
+}
+
+// planeDown takes every packet in flight on plane out of flight for
+// retransmission elsewhere, without blaming its EV: the port is down.
+func (s *sender) planeDown(q *QP, plane int) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && q.evs.Plane(sp.slot) == plane {
+			s.release(q, q.now, i, false)
+		}
+	}
+	for p := s.lossHead; p != noPSN; {
+		r := s.rec(p)
+		next := r.next
+		if q.evs.Plane(r.slot) == plane {
+			s.requeue(p)
+		}
+		p = next
+	}
+}
+
+// holdSuspect holds p, whose loss timer expired, if its EV is or can
+// become a suspect, and reports whether it did. Oblivious spraying, a
+// plane that is down and an EV already out of service take the old way:
+// resend and retire.
+func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
+	r := s.rec(p)
+	if q.evp.Oblivious || !q.evs.PlaneUp(q.evs.Plane(r.slot)) {
+		return false
+	}
+	i := s.suspectOf(r.slot)
+	if i < 0 {
+		if !q.evs.Suspect(now, r.slot) {
+			return false
+		}
+		i = s.freeSuspect()
+		s.suspects[i] = suspect{slot: r.slot, psn: p, at: now, used: true}
+		q.ep.markReady(q)
+	}
+	s.unlinkLoss(p)
+	s.inflight -= int(r.size)
+	r.state = pktHeld
+	return true
+}
+
+func (s *sender) suspectOf(slot evset.Slot) int {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && sp.slot == slot {
+			return i
+		}
+	}
+	return -1
+}
+
+// freeSuspect returns an unused entry of the suspect table, growing it
+// when there is none (a QP has fewer suspects than EVs).
+func (s *sender) freeSuspect() int {
+	for i := range s.suspects {
+		if !s.suspects[i].used {
+			return i
+		}
+	}
+	s.suspects = append(s.suspects, suspect{})
+	return len(s.suspects) - 1
+}
+
+// suspectDue returns a suspect whose next probe is due at now.
+func (s *sender) suspectDue(now mtime.Time) (int, bool) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && !sp.awaiting && sp.at <= now {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// sendSuspectProbe writes suspect i's probe on EV slot, another EV than
+// the suspect's when one is usable: it names the held PSN.
+func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
+	sp := &s.suspects[i]
+	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
+	sp.tries++
+	q.writeProbe(now, slot, sp.psn, buf, tx)
+}
+
+// suspectProbeEV chooses the EV for suspect i's probe among the planes in
+// mask: the suspect EV itself when it is being confirmed (self), else
+// another usable EV.
+func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evset.Slot, bool) {
+	if sp := &s.suspects[i]; sp.self {
+		return sp.slot, mask&(1<<q.evs.Plane(sp.slot)) != 0
+	}
+	return q.evs.Pick(now, mask, q.ep.rng)
+}
+
+// resolveSuspects applies a SACK to the suspects: one whose held PSN it
+// acknowledges was healthy (only its SACK was lost); one whose PSN a
+// probe's answer names and does not acknowledge lost the packet. A
+// suspect being confirmed (self) is healthy once any probe answer comes
+// back over its EV.
+func (s *sender) resolveSuspects(q *QP, now mtime.Time, sk *wire.SACK) {
+	trig := psn.PSN(sk.CackPSN).Add(int(sk.AckPSNOffset))
+	for i := range s.suspects {
+		sp := &s.suspects[i]
+		if !sp.used {
+			continue
+		}
+		switch {
+		case sp.self:
+			if sk.PR && uint32(sk.Entropy) == q.evs.Value(sp.slot) {
+				s.release(q, now, i, false)
+			}
+		case !sp.psn.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(sp.psn).state == pktAcked:
+			s.release(q, now, i, false)
+		case sk.PR && trig == sp.psn:
+			s.release(q, now, i, true)
+		}
+	}
+}
+
+// expireSuspects fails every suspect probe whose answer is overdue: the
+// next goes out at once, up to suspectTries, then the EV is retired.
+func (s *sender) expireSuspects(q *QP, now mtime.Time) {
+	for i := range s.suspects {
+		sp := &s.suspects[i]
+		if !sp.used || !sp.awaiting || sp.at > now {
+			continue
+		}
+		sp.awaiting = false
+		if sp.tries >= suspectTries || sp.self && sp.tries >= selfProbeTries {
+
+			s.release(q, now, i, true)
+			continue
+		}
+		q.ep.markReady(q)
+	}
+}
+
+// release ends suspect i. A lost packet (lost) retires the EV, as an
+// untrimmed loss does (digest §3.5), and shrinks the window; otherwise
+// the EV is Good again. Either way its held packets not acknowledged are
+// queued for retransmission.
+func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
+	sp := s.suspects[i]
+	confirm := lost && s.confirm && !sp.self
+	if confirm {
+		// Resend now, but keep the EV resting while it is probed itself.
+		s.suspects[i] = suspect{slot: sp.slot, psn: sp.psn, at: now, used: true, self: true}
+	} else {
+		s.suspects[i] = suspect{}
+		q.evs.Unsuspect(now, sp.slot)
+	}
+	if lost && !confirm {
+		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
+	}
+	cwnd := q.cc.Window()
+	for p := s.una; p != s.nxt; p = p.Add(1) {
+		r := s.rec(p)
+		if r.state != pktHeld || r.slot != sp.slot {
+			continue
+		}
+		r.state = pktLost
+		s.rtxq.Push(p)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		if lost {
+			q.cc.OnLoss(now, int(r.size))
+		}
+	}
+	q.traceCwnd(now, cwnd)
+	q.ep.markReady(q)
+}

@@ -181,11 +181,11 @@ func (c Config) Validate() error {
 }
 
 // entry is one EV's state: 8 bytes, since a large simulation holds
-// hundreds of thousands of QPs with hundreds of EVs each. Its plane
-// follows from its slot, and when its rest ends lives apart (Set.skipUntil),
-// allocated on the first rest.
+// hundreds of thousands of QPs with hundreds of EVs each. When its rest
+// ends lives apart (Set.skipUntil), allocated on the first rest.
 type entry struct {
 	value uint32
+	plane uint8 // slot / per, kept to spare a division
 	state State
 	pos   int16 // index in its plane's active list, or -1
 }
@@ -255,7 +255,7 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	}
 	for i, v := range values {
 		slot := Slot(i)
-		s.evs[i] = entry{value: v, pos: -1}
+		s.evs[i] = entry{value: v, plane: uint8(i / per), pos: -1}
 		if i%per < cfg.ActivePerPlane {
 			s.activate(slot)
 		} else {
@@ -288,7 +288,7 @@ func (s *Set) Len() int { return len(s.evs) }
 func (s *Set) Value(slot Slot) uint32 { return s.evs[slot].value }
 
 // Plane returns the plane of the EV in slot.
-func (s *Set) Plane(slot Slot) int { return int(slot) / s.per }
+func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
 
 // State returns the state of the EV in slot at time now.
 func (s *Set) State(slot Slot, now mtime.Time) State {

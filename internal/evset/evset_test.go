@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/openmrc/mrc/internal/golden"
 	"github.com/openmrc/mrc/internal/xrand"
@@ -362,4 +363,12 @@ func TestBackupOrder(t *testing.T) {
 	s.Allow(0, 8)
 	check(1, 7, 9, 10, 11, 8)
 	check(0, 1, 2, 4)
+}
+
+// TestEntrySize guards the table's footprint: a large simulation holds
+// hundreds of thousands of QPs with 256 EVs each.
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 8 {
+		t.Fatalf("an EV entry takes %d bytes, want 8", n)
+	}
 }

@@ -111,14 +111,20 @@ func (q *evHeap) pop() event {
 // encapsulated SACK or endpoint response is 140 bytes).
 const pktCap = 144
 
-// packet is a simulated packet: its headers, its length on the wire and
-// who sent it (for counting traffic into failures per QP).
+// packet is a simulated packet: its place in a link's pipe, its headers,
+// its length on the wire and who sent it (for counting traffic into
+// failures per QP). The pipe link comes first, beside the lengths and the
+// first header bytes: delivering the head of a pipe reads the next
+// packet's handle and arrival time from the cache line the far node reads
+// next, and no other packet's memory.
 type packet struct {
-	n    uint16
-	wl   int32  // IP datagram length (payload included)
-	src  int32  // the sending host
-	qpn  uint32 // the QP at src that sent it
-	data [pktCap]byte
+	nextAt Time   // when next reaches the far end of the link
+	next   uint32 // the next packet in the link's pipe, or nilPkt
+	qpn    uint32 // the QP at src that sent it
+	src    int32  // the sending host
+	wl     int32  // IP datagram length (payload included)
+	n      uint16
+	data   [pktCap]byte
 }
 
 // Packet handles are global: the partition whose pool holds the packet
@@ -135,15 +141,9 @@ const (
 	nilPkt    = ^uint32(0)
 )
 
-// chunk is a block of packets that never moves once allocated. The pipe
-// links (next, nextAt) live apart from the bytes, so walking a pipe stays
-// in cache: a packet's slot says both which packet follows it and when
-// that one arrives, so delivering the head never reads the next
-// packet's chunk.
+// chunk is a block of packets that never moves once allocated.
 type chunk struct {
-	pkts   [chunkSize]packet
-	next   [chunkSize]uint32 // next packet in a link's pipe, or nilPkt
-	nextAt [chunkSize]Time   // when next reaches the far end of the link
+	pkts [chunkSize]packet
 }
 
 // pool hands out packets and recycles them. Other partitions read the

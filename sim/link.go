@@ -7,15 +7,15 @@ import "github.com/openmrc/mrc/vswitch"
 
 // enpipe appends packet h to the pipe of directed link dl, arriving at at.
 func (s *shard) enpipe(dl int32, h uint32, at Time) {
-	s.chunkOf(h).next[h&(chunkSize-1)] = nilPkt
+	s.pkt(h).next = nilPkt
 	r := &s.w.rx[dl]
 	if r.tail == nilPkt {
 		r.head, r.tail, r.headAt = h, h, at
 		s.push(at, evArrive, 0, dl)
 		return
 	}
-	tc, ti := s.chunkOf(r.tail), r.tail&(chunkSize-1)
-	tc.next[ti], tc.nextAt[ti] = h, at
+	t := s.pkt(r.tail)
+	t.next, t.nextAt = h, at
 	r.tail = h
 }
 
@@ -34,15 +34,14 @@ func (s *shard) arrive(dl int32) {
 	w := s.w
 	r := &w.rx[dl]
 	h := r.head
-	c := s.chunkOf(h)
-	r.head = c.next[h&(chunkSize-1)]
+	p := s.pkt(h)
+	r.head = p.next
 	if r.head == nilPkt {
 		r.tail = nilPkt
 	} else {
-		r.headAt = c.nextAt[h&(chunkSize-1)]
+		r.headAt = p.nextAt
 		s.push(r.headAt, evArrive, 0, dl)
 	}
-	p := &c.pkts[h&(chunkSize-1)]
 	if !r.up {
 		if r.fail >= 0 {
 			s.hit(r.fail, p)

@@ -134,10 +134,6 @@ func (s *shard) pkt(h uint32) *packet {
 	return &c.pkts[h&(chunkSize-1)]
 }
 
-func (s *shard) chunkOf(h uint32) *chunk {
-	return s.w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]
-}
-
 // alloc takes a packet from this partition's pool.
 func (s *shard) alloc() (uint32, bool) {
 	h, ok := s.pool.alloc()

@@ -10,7 +10,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 	sw := &w.sws[si]
 	pkt := p.data[:p.n]
 	if w.swTaps != nil {
-		s.tapSwitch(int(w.t.Switches[si].PortBase)+in, false, pkt, int(p.wl))
+		s.tapSwitch(int(sw.portBase)+in, false, pkt, int(p.wl))
 	}
 	out, d := sw.vs.Forward(pkt, in)
 	if d != vswitch.DropNone {
@@ -20,7 +20,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 		s.release(h)
 		return
 	}
-	odl := w.swDL[int(w.t.Switches[si].PortBase)+out]
+	odl := w.swDL[int(sw.portBase)+out]
 	v := sw.vs.Enqueue(s.now, out, in, vswitch.Handle(h), pkt, int(p.wl))
 	if v.Drop != vswitch.DropNone {
 		if v.Drop == vswitch.DropLinkDown {

@@ -106,9 +106,10 @@ type hostState struct {
 }
 
 type swState struct {
-	vs    *vswitch.Switch
-	shard int32
-	fail  int32 // blackhole failure, or -1
+	vs       *vswitch.Switch
+	shard    int32
+	fail     int32 // blackhole failure, or -1
+	portBase int32 // the topology's Switch.PortBase, kept beside vs for the hot path
 }
 
 type flowState struct {
@@ -272,7 +273,7 @@ func New(cfg Config) (*World, error) {
 				}
 			}
 		}
-		w.sws[i] = swState{vs: vs, shard: swShard(i), fail: -1}
+		w.sws[i] = swState{vs: vs, shard: swShard(i), fail: -1, portBase: int32(sw.PortBase)}
 	}
 	if err := w.installRoutes(-1); err != nil {
 		return nil, err
@@ -473,5 +474,5 @@ func (w *World) hostOut(h int32, p int) int32 {
 
 // swOut returns the directed link out of switch i's port p.
 func (w *World) swOut(i int32, p int) int32 {
-	return w.swDL[w.t.Switches[i].PortBase+p]
+	return w.swDL[int(w.sws[i].portBase)+p]
 }

@@ -11,6 +11,7 @@ package evset
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/openmrc/mrc/internal/xrand"
@@ -179,14 +180,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// entry is one EV's state: 16 bytes, since a large simulation holds
-// hundreds of thousands of QPs with hundreds of EVs each.
+// entry is one EV's state: 8 bytes, since a large simulation holds
+// hundreds of thousands of QPs with hundreds of EVs each. When its rest
+// ends lives apart (Set.skipUntil), allocated on the first rest.
 type entry struct {
-	value     uint32
-	plane     uint8
-	state     State
-	pos       int16      // index in its plane's active list, or -1
-	skipUntil mtime.Time // when Skip ends
+	value uint32
+	plane uint8 // slot / per, kept to spare a division
+	state State
+	pos   int16 // index in its plane's active list, or -1
 }
 
 // probe is the probing state of one retired (AssumedBad) EV.
@@ -199,16 +200,25 @@ type probe struct {
 	by       mtime.Time    // deadline of the probe in flight (when awaiting)
 }
 
+// plane counts the EVs in a plane's two lists, which live in Set.lists.
 type plane struct {
-	active []Slot
-	backup []Slot // Good EVs not in service
-	up     bool
+	nActive uint16 // EVs in service
+	nBackup uint16 // Good EVs not in service
+	up      bool
 }
 
 // Set is one QP's EV table. It is not safe for concurrent use.
 type Set struct {
-	cfg     Config
-	evs     []entry
+	cfg       Config
+	per       int          // EVs per plane: plane p holds slots p*per..p*per+per-1
+	evs       []entry      // by slot
+	skipUntil []mtime.Time // by slot: when a Skip rest ends; nil until the first rest
+	// lists holds each plane's active and backup lists in one region of
+	// per slots, plane p's from p*per: the active list fills the region
+	// from its front, the backup list (a stack) from its back, its top
+	// the lowest. An EV is in at most one list of its plane, so the two
+	// never meet.
+	lists   []Slot
 	planes  []plane
 	retired []probe // AssumedBad EVs, probed in the background
 	nActive int     // active EVs that are Good or Skip, on up planes or not
@@ -230,34 +240,42 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	if len(values) != cfg.Planes*per {
 		return nil, fmt.Errorf("evset: %d values for %d planes × %d EVs", len(values), cfg.Planes, per)
 	}
+	if v, ok := repeated(values); ok {
+		return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
+	}
 	s := &Set{
 		cfg:    cfg,
+		per:    per,
 		evs:    make([]entry, len(values)),
+		lists:  make([]Slot, len(values)),
 		planes: make([]plane, cfg.Planes),
 	}
-	seen := make(map[uint32]bool, len(values))
 	for p := range s.planes {
-		s.planes[p] = plane{
-			active: make([]Slot, 0, per),
-			backup: make([]Slot, 0, per),
-			up:     true,
-		}
+		s.planes[p].up = true
 	}
 	for i, v := range values {
-		if seen[v] {
-			return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
-		}
-		seen[v] = true
 		slot := Slot(i)
-		p := i / per
-		s.evs[i] = entry{value: v, plane: uint8(p), pos: -1}
+		s.evs[i] = entry{value: v, plane: uint8(i / per), pos: -1}
 		if i%per < cfg.ActivePerPlane {
 			s.activate(slot)
 		} else {
-			s.planes[p].backup = append(s.planes[p].backup, slot)
+			s.pushBackup(slot)
 		}
 	}
 	return s, nil
+}
+
+// repeated returns the smallest value that appears more than once in
+// values, if one does.
+func repeated(values []uint32) (uint32, bool) {
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return sorted[i], true
+		}
+	}
+	return 0, false
 }
 
 // Config returns the set's configuration with defaults applied.
@@ -275,7 +293,7 @@ func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
 // State returns the state of the EV in slot at time now.
 func (s *Set) State(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= e.skipUntil {
+	if e.state == Skip && now >= s.skipUntil[slot] {
 		return Good
 	}
 	return e.state
@@ -293,13 +311,23 @@ func (s *Set) Counts(now mtime.Time) (counts [4]int) {
 }
 
 // ActiveInPlane returns the number of active EVs in plane p.
-func (s *Set) ActiveInPlane(p int) int { return len(s.planes[p].active) }
+func (s *Set) ActiveInPlane(p int) int { return int(s.planes[p].nActive) }
+
+// active returns plane p's active list (in Set.lists).
+func (s *Set) active(p int) []Slot {
+	base := p * s.per
+	return s.lists[base : base+int(s.planes[p].nActive)]
+}
+
+// backup returns entry i of plane p's backup stack, 0 the bottom.
+func (s *Set) backup(p, i int) Slot { return s.lists[(p+1)*s.per-1-i] }
 
 func (s *Set) activate(slot Slot) {
-	e := &s.evs[slot]
-	pl := &s.planes[e.plane]
-	e.pos = int16(len(pl.active))
-	pl.active = append(pl.active, slot)
+	p := s.Plane(slot)
+	pl := &s.planes[p]
+	s.evs[slot].pos = int16(pl.nActive)
+	s.lists[p*s.per+int(pl.nActive)] = slot
+	pl.nActive++
 	s.nActive++
 }
 
@@ -307,37 +335,57 @@ func (s *Set) activate(slot Slot) {
 // backup in its place. It returns the promoted slot or -1.
 func (s *Set) deactivate(slot Slot) int {
 	e := &s.evs[slot]
-	pl := &s.planes[e.plane]
-	last := pl.active[len(pl.active)-1]
-	pl.active[e.pos] = last
+	p := s.Plane(slot)
+	active := s.active(p)
+	last := active[len(active)-1]
+	active[e.pos] = last
 	s.evs[last].pos = e.pos
-	pl.active = pl.active[:len(pl.active)-1]
+	s.planes[p].nActive--
 	e.pos = -1
 	s.nActive--
-	if n := len(pl.backup); n > 0 {
-		b := pl.backup[n-1]
-		pl.backup = pl.backup[:n-1]
+	if s.planes[p].nBackup > 0 {
+		b := s.popBackup(p)
 		s.activate(b)
 		return int(b)
 	}
 	return -1
 }
 
+// pushBackup puts slot on top of its plane's backup stack.
+func (s *Set) pushBackup(slot Slot) {
+	p := s.Plane(slot)
+	s.lists[(p+1)*s.per-1-int(s.planes[p].nBackup)] = slot
+	s.planes[p].nBackup++
+}
+
+// popBackup takes the top of plane p's backup stack, which is not empty.
+func (s *Set) popBackup(p int) Slot {
+	s.planes[p].nBackup--
+	return s.backup(p, int(s.planes[p].nBackup))
+}
+
 // restore puts a recovered EV back into service: active if its plane is
 // short of ActivePerPlane, otherwise a backup.
 func (s *Set) restore(slot Slot) {
-	pl := &s.planes[s.evs[slot].plane]
-	if len(pl.active) < s.cfg.ActivePerPlane {
+	if int(s.planes[s.Plane(slot)].nActive) < s.cfg.ActivePerPlane {
 		s.activate(slot)
 	} else {
-		pl.backup = append(pl.backup, slot)
+		s.pushBackup(slot)
 	}
+}
+
+// rest puts the EV in slot in Skip until the given time.
+func (s *Set) rest(slot Slot, until mtime.Time) {
+	if s.skipUntil == nil {
+		s.skipUntil = make([]mtime.Time, len(s.evs))
+	}
+	s.evs[slot].state = Skip
+	s.skipUntil[slot] = until
 }
 
 func (s *Set) notify(slot Slot, from, to State, why Reason, repl int) {
 	if s.Notify != nil {
-		e := &s.evs[slot]
-		s.Notify(Transition{Slot: slot, EV: e.value, Plane: int(e.plane), From: from, To: to, Reason: why, Replacement: repl})
+		s.Notify(Transition{Slot: slot, EV: s.evs[slot].value, Plane: s.Plane(slot), From: from, To: to, Reason: why, Replacement: repl})
 	}
 }
 
@@ -363,15 +411,16 @@ func (s *Set) Pick(now mtime.Time, mask uint32, r *xrand.Rand) (slot Slot, ok bo
 	// the loop.
 	for i, p := 0, s.rr; i < n; i, p = i+1, wrap(p+1, n) {
 		pl := &s.planes[p]
-		if mask&(1<<p) == 0 || !pl.up || len(pl.active) == 0 {
+		if mask&(1<<p) == 0 || !pl.up || pl.nActive == 0 {
 			continue
 		}
-		if slot, ok := s.pickInPlane(pl, now, r); ok {
+		active := s.active(p)
+		if slot, ok := s.pickInPlane(active, now, r); ok {
 			s.rr = wrap(p+1, n)
 			return slot, true
 		}
 		if !haveFallback {
-			fallback = pl.active[r.IntN(len(pl.active))]
+			fallback = active[r.IntN(len(active))]
 			haveFallback = true
 			s.rr = wrap(p+1, n)
 		}
@@ -379,18 +428,18 @@ func (s *Set) Pick(now mtime.Time, mask uint32, r *xrand.Rand) (slot Slot, ok bo
 	return fallback, haveFallback
 }
 
-// pickInPlane draws a non-resting active EV from pl: a few random draws,
-// then a scan from a random start.
-func (s *Set) pickInPlane(pl *plane, now mtime.Time, r *xrand.Rand) (Slot, bool) {
-	n := len(pl.active)
+// pickInPlane draws a non-resting EV from a plane's active list: a few
+// random draws, then a scan from a random start.
+func (s *Set) pickInPlane(active []Slot, now mtime.Time, r *xrand.Rand) (Slot, bool) {
+	n := len(active)
 	for range 3 {
-		slot := pl.active[r.IntN(n)]
+		slot := active[r.IntN(n)]
 		if s.settle(slot, now) == Good {
 			return slot, true
 		}
 	}
 	for i, j := 0, r.IntN(n); i < n; i, j = i+1, wrap(j+1, n) {
-		slot := pl.active[j]
+		slot := active[j]
 		if s.settle(slot, now) == Good {
 			return slot, true
 		}
@@ -409,7 +458,7 @@ func wrap(i, n int) int {
 // settle ends an expired Skip and returns the EV's state.
 func (s *Set) settle(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= e.skipUntil {
+	if e.state == Skip && now >= s.skipUntil[slot] {
 		e.state = Good
 		s.notify(slot, Skip, Good, ReasonSkipEnded, -1)
 	}
@@ -421,14 +470,12 @@ func (s *Set) settle(slot Slot, now mtime.Time) State {
 // (NACK TRIMMED, why=ReasonTrim). A resting EV's rest is extended; other
 // states are unaffected.
 func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
-	e := &s.evs[slot]
 	switch s.settle(slot, now) {
 	case Good:
-		e.state = Skip
-		e.skipUntil = now.Add(s.cfg.Skip)
+		s.rest(slot, now.Add(s.cfg.Skip))
 		s.notify(slot, Good, Skip, why, -1)
 	case Skip:
-		e.skipUntil = max(e.skipUntil, now.Add(s.cfg.Skip)) // a suspect rests on
+		s.skipUntil[slot] = max(s.skipUntil[slot], now.Add(s.cfg.Skip)) // a suspect rests on
 	}
 }
 
@@ -437,14 +484,13 @@ func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 // packet it carried was lost; Unsuspect or OnBad ends the rest. It
 // reports whether the EV now rests so.
 func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
-	e := &s.evs[slot]
 	switch s.settle(slot, now) {
 	case Good:
-		e.state, e.skipUntil = Skip, mtime.Never
+		s.rest(slot, mtime.Never)
 		s.notify(slot, Good, Skip, ReasonSuspect, -1)
 		return true
 	case Skip:
-		e.skipUntil = mtime.Never
+		s.skipUntil[slot] = mtime.Never
 		return true
 	}
 	return false
@@ -452,8 +498,8 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 
 // Unsuspect ends the rest Suspect began: the EV is Good again.
 func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
-	if e := &s.evs[slot]; e.state == Skip && e.skipUntil == mtime.Never {
-		e.skipUntil = now
+	if s.evs[slot].state == Skip && s.skipUntil[slot] == mtime.Never {
+		s.skipUntil[slot] = now
 		s.settle(slot, now)
 	}
 }
@@ -472,7 +518,7 @@ func (s *Set) OnBad(now mtime.Time, slot Slot, why Reason) bool {
 	}
 	repl := -1
 	if e.pos >= 0 {
-		if s.nActive <= s.cfg.MinActive && len(s.planes[e.plane].backup) == 0 {
+		if s.nActive <= s.cfg.MinActive && s.planes[s.Plane(slot)].nBackup == 0 {
 			return false
 		}
 		repl = s.deactivate(slot)
@@ -485,11 +531,18 @@ func (s *Set) OnBad(now mtime.Time, slot Slot, why Reason) bool {
 	return true
 }
 
+// removeBackup takes slot out of its plane's backup stack, keeping the
+// order of the rest.
 func (s *Set) removeBackup(slot Slot) {
-	pl := &s.planes[s.evs[slot].plane]
-	for i, b := range pl.backup {
-		if b == slot {
-			pl.backup = append(pl.backup[:i], pl.backup[i+1:]...)
+	p := s.Plane(slot)
+	pl := &s.planes[p]
+	// The stack runs down from the region's end: entry i at top-i.
+	top := (p+1)*s.per - 1
+	for i := range int(pl.nBackup) {
+		if s.lists[top-i] == slot {
+			n := int(pl.nBackup)
+			copy(s.lists[top-n+2:top-i+1], s.lists[top-n+1:top-i])
+			pl.nBackup--
 			return
 		}
 	}
@@ -517,7 +570,7 @@ func (s *Set) retiredIndex(slot Slot) int {
 func (s *Set) NextProbe(now mtime.Time, mask uint32) (slot Slot, ok bool) {
 	for i := range s.retired {
 		pr := &s.retired[i]
-		p := s.evs[pr.slot].plane
+		p := s.Plane(pr.slot)
 		if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
 			pr.awaiting = true
 			pr.by = now.Add(s.cfg.ProbeTimeout)
@@ -544,13 +597,12 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 		return
 	}
 	s.retired = append(s.retired[:i], s.retired[i+1:]...)
-	e := &s.evs[slot]
 	to := Good
 	if ecn {
 		to = Skip
-		e.skipUntil = now.Add(s.cfg.Skip)
+		s.rest(slot, now.Add(s.cfg.Skip))
 	}
-	e.state = to
+	s.evs[slot].state = to
 	s.restore(slot)
 	s.notify(slot, AssumedBad, to, ReasonProbes, -1)
 }
@@ -591,7 +643,7 @@ func (s *Set) NextDeadline(now mtime.Time) mtime.Time {
 func (s *Set) ProbeDue(now mtime.Time, mask uint32) bool {
 	for i := range s.retired {
 		pr := &s.retired[i]
-		p := s.evs[pr.slot].plane
+		p := s.Plane(pr.slot)
 		if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
 			return true
 		}
@@ -638,7 +690,7 @@ func (s *Set) Allow(now mtime.Time, slot Slot) bool {
 // Usable reports whether any plane in mask could send now.
 func (s *Set) Usable(mask uint32) bool {
 	for p := range s.planes {
-		if mask&(1<<p) != 0 && s.planes[p].up && len(s.planes[p].active) > 0 {
+		if mask&(1<<p) != 0 && s.planes[p].up && s.planes[p].nActive > 0 {
 			return true
 		}
 	}

@@ -3,9 +3,11 @@ package evset
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/openmrc/mrc/internal/testkit/golden"
 	"github.com/openmrc/mrc/internal/xrand"
@@ -111,10 +113,10 @@ func TestTranscript(t *testing.T) {
 			now := at(c)
 			for p := range s.planes {
 				var act, bak []string
-				for _, sl := range s.planes[p].active {
+				for _, sl := range s.active(p) {
 					act = append(act, fmt.Sprintf("%d:%s", sl, s.State(sl, now)))
 				}
-				for _, sl := range s.planes[p].backup {
+				for _, sl := range backups(s, p) {
 					bak = append(bak, fmt.Sprintf("%d", sl))
 				}
 				out = append(out, fmt.Sprintf("plane %d up=%v active=[%s] backup=[%s]", p, s.planes[p].up, strings.Join(act, " "), strings.Join(bak, " ")))
@@ -240,17 +242,23 @@ func checkInvariants(t *testing.T, s *Set, now mtime.Time, seed uint64, step int
 	}
 	nActive := 0
 	for p := range s.planes {
-		if len(s.planes[p].active) > s.cfg.ActivePerPlane {
-			t.Fatalf("seed %d step %d: plane %d has %d active", seed, step, p, len(s.planes[p].active))
+		if len(s.active(p)) > s.cfg.ActivePerPlane {
+			t.Fatalf("seed %d step %d: plane %d has %d active", seed, step, p, len(s.active(p)))
 		}
-		for i, sl := range s.planes[p].active {
+		if int(s.planes[p].nActive+s.planes[p].nBackup) > s.per {
+			t.Fatalf("seed %d step %d: plane %d's lists overlap", seed, step, p)
+		}
+		for i, sl := range s.active(p) {
 			put(sl, "active")
 			if int(s.evs[sl].pos) != i || s.Plane(sl) != p {
 				t.Fatalf("seed %d step %d: EV %d position broken", seed, step, sl)
 			}
 			nActive++
 		}
-		for _, sl := range s.planes[p].backup {
+		for _, sl := range backups(s, p) {
+			if s.Plane(sl) != p {
+				t.Fatalf("seed %d step %d: backup EV %d of plane %d in plane %d", seed, step, sl, s.Plane(sl), p)
+			}
 			put(sl, "backup")
 		}
 	}
@@ -313,5 +321,54 @@ func TestSuspectRestsUntilCleared(t *testing.T) {
 	}
 	if s.Suspect(1003, 0) {
 		t.Fatal("a retired EV became a suspect")
+	}
+}
+
+// backups returns plane p's backup stack, bottom first.
+func backups(s *Set, p int) []Slot {
+	out := make([]Slot, s.planes[p].nBackup)
+	for i := range out {
+		out[i] = s.backup(p, i)
+	}
+	return out
+}
+
+// TestBackupOrder: the backup stack keeps its order when an EV leaves
+// from its middle (retired or denied), and promotes from its top.
+func TestBackupOrder(t *testing.T) {
+	s, err := New(Config{Planes: 2, ActivePerPlane: 1, BackupPerPlane: 5, MinActive: 1}, []uint32{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(p int, want ...Slot) {
+		t.Helper()
+		if got := backups(s, p); !slices.Equal(got, want) {
+			t.Fatalf("plane %d backups %v, want %v", p, got, want)
+		}
+	}
+	check(0, 1, 2, 3, 4, 5)
+	check(1, 7, 8, 9, 10, 11)
+	if !s.OnBad(0, 3, ReasonLoss) || !s.Deny(0, 8) {
+		t.Fatal("a backup EV did not leave")
+	}
+	check(0, 1, 2, 4, 5)
+	check(1, 7, 9, 10, 11)
+	if !s.OnBad(0, 0, ReasonLoss) {
+		t.Fatal("the active EV was not retired")
+	}
+	if got := s.active(0); !slices.Equal(got, []Slot{5}) {
+		t.Fatalf("plane 0 active %v after a retirement, want the top backup [5]", got)
+	}
+	check(0, 1, 2, 4)
+	s.Allow(0, 8)
+	check(1, 7, 9, 10, 11, 8)
+	check(0, 1, 2, 4)
+}
+
+// TestEntrySize guards the table's footprint: a large simulation holds
+// hundreds of thousands of QPs with 256 EVs each.
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 8 {
+		t.Fatalf("an EV entry takes %d bytes, want 8", n)
 	}
 }

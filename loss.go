@@ -101,10 +101,17 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		s.requeue(p)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
+		// A packet that went into a path retired since carries no news:
+		// the retirement already took the window's one cut for it.
+		known := !q.evp.Oblivious && q.evs.State(r.slot, now) == evset.AssumedBad
 		if !congestion && !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
 			q.retireLost(now, r.slot, r.sentAt)
 		}
-		q.cc.OnLoss(now, int(r.size))
+		if known {
+			q.cc.OnGone(now, int(r.size))
+		} else {
+			q.cc.OnLoss(now, int(r.size))
+		}
 		q.traceCwnd(now, cwnd)
 	}
 	s.expireSuspects(q, now)
@@ -255,7 +262,8 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 }
 
 // release ends suspect i. A lost packet (lost) retires the EV, as an
-// untrimmed loss does (digest §3.5), and shrinks the window; otherwise
+// untrimmed loss does (digest §3.5), and shrinks the window once for all
+// its held packets; otherwise
 // the EV is Good again. Either way its held packets not acknowledged are
 // queued for retransmission.
 func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
@@ -272,6 +280,7 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
 	cwnd := q.cc.Window()
+	news := lost // the first held packet cuts the window; the others went the same way
 	for p := s.una; p != s.nxt; p = p.Add(1) {
 		r := s.rec(p)
 		if r.state != pktHeld || r.slot != sp.slot {
@@ -280,8 +289,12 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 		r.state = pktLost
 		s.rtxq.Push(p)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
-		if lost {
+		switch {
+		case news:
 			q.cc.OnLoss(now, int(r.size))
+			news = false
+		case lost:
+			q.cc.OnGone(now, int(r.size))
 		}
 	}
 	q.traceCwnd(now, cwnd)

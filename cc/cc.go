@@ -31,6 +31,11 @@ type Controller interface {
 	// OnLoss is called when a packet is declared lost without a trim or a
 	// NACK (the per-packet loss timer expired).
 	OnLoss(now mtime.Time, bytes int)
+
+	// OnGone is called for a packet that left flight lost, but whose loss
+	// says nothing about congestion: it went into a path the core already
+	// knows failed. The controller updates its accounting only.
+	OnGone(now mtime.Time, bytes int)
 }
 
 // Ack is what one SACK tells the controller.
@@ -86,3 +91,6 @@ func (Fixed) OnNack(mtime.Time, Nack) {}
 
 // OnLoss does nothing.
 func (Fixed) OnLoss(mtime.Time, int) {}
+
+// OnGone does nothing.
+func (Fixed) OnGone(mtime.Time, int) {}

@@ -92,6 +92,7 @@ type NSCCStats struct {
 	Trims                   uint64 // NACKs of packets trimmed in the fabric
 	LastHopTrims            uint64 // NACKs of packets trimmed at the last hop
 	Losses                  uint64 // OnLoss calls
+	Gone                    uint64 // OnGone calls
 	PenalizedAcks           uint64 // ACKs with rcv_cwnd_pen > 0
 	Restores                uint64 // windows restored on r_c
 }
@@ -242,6 +243,16 @@ func (n *NSCC) OnLoss(now mtime.Time, bytes int) {
 		n.cwnd = max(n.cwnd-float64(pkt), n.minCwnd)
 	}
 	n.clamp()
+}
+
+// OnGone takes a packet lost on a path already known failed out of the
+// controller's flight, as OnLoss does, without shrinking the window or
+// arming quick adapt: the loss carries no news of congestion.
+func (n *NSCC) OnGone(_ mtime.Time, bytes int) {
+	pkt := max(bytes, 0)
+	n.stats.Gone++
+	n.inflight -= pkt
+	n.bytesIgnored += pkt
 }
 
 // applyPenalty is UET apply_cwnd_penalty: responder flow control. It

@@ -16,6 +16,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/openmrc/mrc/cc"
+
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
@@ -31,7 +33,9 @@ type Config struct {
 	Jitter         time.Duration // extra uniform delay per packet: reordering
 	LinkBitsPerSec int64         // port speed (default 100 Gb/s)
 	Encap          mrc.Encap
-	MTU            int // default 4096
+	// NewCC builds the QPs' congestion controllers (nil: the core's NSCC).
+	NewCC func(now mtime.Time) cc.Controller
+	MTU   int // default 4096
 	// StartPSN is the first PSN of both directions (default 100).
 	StartPSN uint32
 	// MPRDest is each responder's tracking window in units of 128 PSNs
@@ -192,7 +196,7 @@ func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool) (qa, qb *m
 		if qs[s], err = n.eps[s].CreateQP(); err != nil {
 			return nil, nil, err
 		}
-		if err = qs[s].Init(n.now, mrc.InitAttr{EVs: ev}); err != nil {
+		if err = qs[s].Init(n.now, mrc.InitAttr{EVs: ev, NewCC: n.cfg.NewCC}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -227,7 +227,9 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	case wire.NackTrimmed, wire.NackTrimmedLastHop:
 		// A mid-fabric trim skips the EV; a last-hop trim does not
 		// (the path is fine: incast), unless the packet was also
-		// CE-marked on the way (digest §3.5).
+		// CE-marked on the way (digest §3.5). Either way the trimmed
+		// header crossed the plane: it is not dead (planeloss.go).
+		s.planeDelivered(q, r.slot, r.sentAt)
 		lastHop := nk.Reason == wire.NackTrimmedLastHop
 		if lastHop {
 			q.stats.LastHopNACKs++

@@ -22,13 +22,13 @@ type planeStreak struct {
 
 // retireLost retires the path of slot after the untrimmed loss of a
 // packet sent at sentAt, and every EV of its plane when that makes
-// planeLossPaths paths of the plane lost in a row. Retiring EV by EV, a
-// dead plane costs a QP one loss timeout for every path it still holds
-// in service or in backup there; retired together, the probes bring
-// them back when the plane recovers.
+// planeLossPaths paths of the plane lost in a row and the QP has another
+// plane to move to. Retiring EV by EV, a dead plane costs a QP one loss
+// timeout for every path it still holds in service or in backup there;
+// retired together, the probes bring them back when the plane recovers.
 func (q *QP) retireLost(now mtime.Time, slot evset.Slot, sentAt mtime.Time) {
-	if !q.retirePath(now, slot) {
-		return
+	if !q.retirePath(now, slot) || q.evs.Config().Planes < 2 {
+		return // with one plane there is no other to move to
 	}
 	s := &q.tx
 	if s.planeLoss == nil {
@@ -52,7 +52,8 @@ func (q *QP) retireLost(now mtime.Time, slot evset.Slot, sentAt mtime.Time) {
 }
 
 // planeDelivered ends the loss streak of slot's plane when a packet
-// sent on it at or after the streak began is acknowledged.
+// sent on it at or after the streak began is acknowledged, or NACKed as
+// trimmed: its header crossed the plane.
 func (s *sender) planeDelivered(q *QP, slot evset.Slot, sentAt mtime.Time) {
 	if s.planeLoss == nil {
 		return

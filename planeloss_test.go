@@ -60,3 +60,40 @@ func TestDeadPlaneRetiredAsAWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePlaneIsNeverRetiredAsAWhole: with a single plane there is no other
+// to move to, so a burst of losses on several paths before anything is
+// delivered (an incast's dropped headers, here A's first eight data
+// packets) retires those paths only, never the plane's healthy ones.
+func TestOnePlaneIsNeverRetiredAsAWhole(t *testing.T) {
+	for seed := range uint64(10) {
+		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 1, Encap: mrc.EncapSRv6},
+			mrc.EVProfile{ActivePerPlane: 16, BackupPerPlane: 8, PathsPerPlane: 8}, mrc.RTSAttr{}, 4<<20)
+		hit := map[int]bool{}
+		data := 0
+		x.net.Tap = func(_ mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
+			var p wire.Packet
+			if from == testnet.A && p.Decode(pkt) == nil && p.BTH.Opcode.IsData() {
+				if data++; data <= 8 {
+					hit[tx.EV.Path()] = true
+					pkt[len(pkt)-1] ^= 0xff
+				}
+			}
+		}
+		onEvent := x.net.OnEvent
+		x.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
+			if s == testnet.A && ev.Kind == verbs.EventEVState && ev.To == verbs.EVAssumedBad && !hit[wire.EV(ev.EV).Path()] {
+				t.Errorf("seed %d: EV %v of path %d retired, which lost nothing (lossy paths %v)", seed, ev.EV, wire.EV(ev.EV).Path(), hit)
+			}
+			onEvent(s, ev)
+		}
+		x.postAll(4)
+		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+			t.Fatal("unfinished")
+		}
+		x.check()
+		if len(hit) < 3 {
+			t.Errorf("seed %d: the burst hit only %d paths; the test needs 3", seed, len(hit))
+		}
+	}
+}

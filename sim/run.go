@@ -206,6 +206,9 @@ func (w *World) done() bool {
 		send += s.sendDone
 		recv += s.recvDone
 		failed += s.failed
+		if s.delayed > 0 {
+			return false // a compute phase is still running
+		}
 	}
 	n := len(w.flows)
 	return send >= n && recv+failed >= n

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -63,6 +64,10 @@ type Result struct {
 	StoppedBy   string       `json:"stopped_by"`
 	Series      Series       `json:"series"`
 	FlowResults []FlowResult `json:"flow_results"`
+
+	// Job is a training job's steps and collectives (Config.Job); null
+	// for other workloads.
+	Job *job.Result `json:"job,omitempty"`
 }
 
 // FCTStats summarises flow completion times in nanoseconds.

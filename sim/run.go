@@ -107,6 +107,9 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 
 	r := w.result(smp, time.Since(wallStart))
 	r.Interrupted = interrupted
+	if w.cfg.Job != nil {
+		r.Job = w.cfg.Job.Report(w.TriggerTimes())
+	}
 	return r, nil
 }
 

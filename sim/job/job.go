@@ -121,8 +121,9 @@ type Job struct {
 	GPUsPerServer int
 	ScaleUp       ScaleUp // default DefaultScaleUp
 	// Channels is how many rings (NCCL channels) a collective is split
-	// over (default 2); Chunks how many pieces each ring step is cut
-	// into and pipelined (default 4).
+	// over (default 1); Chunks how many pieces each ring step of a
+	// channel is cut into and pipelined (default 4): a rank forwards a
+	// chunk as soon as it has received it.
 	Channels int
 	Chunks   int
 	// QPsPerConnection is NCCL_IB_QPS_PER_CONNECTION (default 1): each

@@ -235,8 +235,16 @@ type RTSAttr struct {
 	// NoTrim sends every data packet of the QP, retransmissions too, with
 	// DSCP.NoTrim (DSCP_NO_TRIM): for traffic that must never be trimmed,
 	// or a network that cannot trim. Its congestion losses are then
-	// found by the loss timer, not by trim NACKs.
+	// found by the loss timer, not by trim NACKs, and confirmed as for
+	// NoTrimNACKs.
 	NoTrim bool
+	// NoTrimNACKs says no trim NACK will come: the peer does not send
+	// them, or the fabric drops instead of trimming. A packet lost with no
+	// NACK may then be congestion, not a failed path, so before retiring
+	// its EV the requester probes that EV itself (after resending the
+	// packet elsewhere): an answer keeps it in service, and only
+	// selfProbeTries unanswered probes retire it (docs/spec-gaps.md row 36).
+	NoTrimNACKs bool
 }
 
 // RetryExp values.

@@ -35,7 +35,7 @@ func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transm
 		}
 	}
 	if i, ok := q.tx.suspectDue(now); ok && q.state == verbs.StateRTS {
-		if slot, ok := q.evs.Pick(now, mask, q.ep.rng); ok {
+		if slot, ok := q.tx.suspectProbeEV(q, now, i, mask); ok {
 			return q.tx.sendSuspectProbe(q, now, i, slot, buf), pollSent
 		}
 	}

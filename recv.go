@@ -674,10 +674,12 @@ func (c *ctrlQueue) clear() { c.head, c.size = 0, 0 }
 // the time the responder held the SACK since the trigger arrived
 // (coalescing, the control queue), in the same 128 ns units. The requester
 // subtracts the reflected stamp from its clock, so its RTT sample excludes
-// the hold, as UET's SVC_TIME makes it (docs/spec-gaps.md row 34).
+// the hold, as UET's SVC_TIME makes it. A trigger without a timestamp
+// leaves the field free: it carries the hold alone, which the requester
+// subtracts from the RTT it times itself (docs/spec-gaps.md row 34).
 func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 	if !c.timed {
-		return c.ts
+		return timestamp(now) - timestamp(c.at)
 	}
 	return c.ts + timestamp(now) - timestamp(c.at)
 }

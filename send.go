@@ -98,6 +98,9 @@ type sender struct {
 
 	probeID uint16
 	noTrim  bool // data goes out with DSCP.NoTrim (RTSAttr.NoTrim)
+	// confirm says a lost packet's EV is probed itself before it is
+	// retired (RTSAttr.NoTrimNACKs, or NoTrim).
+	confirm bool
 
 	// Back-off after resource NACKs (onResourceNACK): no retransmission
 	// before rtxHold; backoffs counts such NACKs since the last progress.
@@ -120,6 +123,10 @@ type suspect struct {
 	awaiting bool       // a probe is out
 	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
 	used     bool
+	// self says the packet is known lost and resent, and the probes now
+	// travel the suspect EV itself, to tell congestion from a dead path
+	// (sender.confirm).
+	self bool
 }
 
 const (
@@ -129,6 +136,11 @@ const (
 	// it: with 30% of SACKs lost, twelve in a row happen 5e-7 of the
 	// time.
 	suspectTries = 12
+	// selfProbeTries is how many probes of a suspect EV itself go
+	// unanswered before it is retired (sender.confirm): a dead path loses
+	// them all, a live one with 30% of its answers lost keeps its EV
+	// 97% of the time.
+	selfProbeTries = 3
 )
 
 func (s *sender) init(now mtime.Time, a RTSAttr) {
@@ -148,6 +160,7 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		retryExp:     a.RetryExp,
 		lastProgress: now,
 		noTrim:       a.NoTrim,
+		confirm:      a.NoTrim || a.NoTrimNACKs,
 	}
 }
 
@@ -456,7 +469,9 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
 	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) && !sk.PR {
 		if r := s.rec(trig); r.state == pktInFlight && r.rtx == 0 {
-			rtt = now.Sub(r.sentAt)
+			// Without timestamps the field carries the responder's
+			// hold (holdStamp); a peer that leaves it zero holds nothing.
+			rtt = now.Sub(r.sentAt) - time.Duration(sk.CC.TxTimestamp)<<7
 		}
 	}
 	if rtt > 0 {
@@ -485,7 +500,7 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		// §3.3, Dynamic MPR).
 		s.window = min(s.maxWindow, int(sk.MPR)*wire.MPRUnit)
 	}
-	s.resolveSuspects(q, now, sk.PR, cack.Add(int(sk.AckPSNOffset)))
+	s.resolveSuspects(q, now, sk)
 	q.pathFeedback(now, sk)
 	cwnd := q.cc.Window()
 	q.cc.OnAck(now, cc.Ack{
@@ -905,19 +920,36 @@ func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot,
 	return q.writeProbe(now, slot, sp.psn, buf)
 }
 
+// suspectProbeEV chooses the EV for suspect i's probe among the planes in
+// mask: the suspect EV itself when it is being confirmed (self), else
+// another usable EV.
+func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evset.Slot, bool) {
+	if sp := &s.suspects[i]; sp.self {
+		return sp.slot, mask&(1<<q.evs.Plane(sp.slot)) != 0
+	}
+	return q.evs.Pick(now, mask, q.ep.rng)
+}
+
 // resolveSuspects applies a SACK to the suspects: one whose held PSN it
 // acknowledges was healthy (only its SACK was lost); one whose PSN a
-// probe's answer names (trig) and does not acknowledge lost the packet.
-func (s *sender) resolveSuspects(q *QP, now mtime.Time, probeAnswer bool, trig psn.PSN) {
+// probe's answer names and does not acknowledge lost the packet. A
+// suspect being confirmed (self) is healthy once any probe answer comes
+// back over its EV.
+func (s *sender) resolveSuspects(q *QP, now mtime.Time, sk *wire.SACK) {
+	trig := psn.PSN(sk.CackPSN).Add(int(sk.AckPSNOffset))
 	for i := range s.suspects {
 		sp := &s.suspects[i]
 		if !sp.used {
 			continue
 		}
 		switch {
+		case sp.self:
+			if sk.PR && uint32(sk.Entropy) == q.evs.Value(sp.slot) {
+				s.release(q, now, i, false)
+			}
 		case !sp.psn.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(sp.psn).state == pktAcked:
 			s.release(q, now, i, false)
-		case probeAnswer && trig == sp.psn:
+		case sk.PR && trig == sp.psn:
 			s.release(q, now, i, true)
 		}
 	}
@@ -932,7 +964,7 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 			continue
 		}
 		sp.awaiting = false
-		if sp.tries >= suspectTries {
+		if sp.tries >= suspectTries || sp.self && sp.tries >= selfProbeTries {
 
 			s.release(q, now, i, true)
 			continue
@@ -947,9 +979,15 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 // queued for retransmission.
 func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 	sp := s.suspects[i]
-	s.suspects[i] = suspect{}
-	q.evs.Unsuspect(now, sp.slot)
-	if lost {
+	confirm := lost && s.confirm && !sp.self
+	if confirm {
+		// Resend now, but keep the EV resting while it is probed itself.
+		s.suspects[i] = suspect{slot: sp.slot, psn: sp.psn, at: now, used: true, self: true}
+	} else {
+		s.suspects[i] = suspect{}
+		q.evs.Unsuspect(now, sp.slot)
+	}
+	if lost && !confirm {
 		q.retirePath(now, sp.slot)
 	}
 	cwnd := q.cc.Window()

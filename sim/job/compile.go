@@ -20,6 +20,10 @@ type Plan struct {
 	Hosts []int
 	// Conns is how many persistent connections (QP pairs) the job opens.
 	Conns int
+	// TriggerOffset is where Workload's triggers begin among the run's
+	// when it runs merged after other workloads' (Report reads their
+	// times there); 0 when it runs alone.
+	TriggerOffset int
 
 	ends  [][]int // ends[s][r]: the trigger ID of rank r's step s end, 0 if it has no nodes
 	nodes []nodeRef

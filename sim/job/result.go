@@ -88,10 +88,11 @@ func BusFactor(op Op, n int) float64 {
 // sim.World.TriggerTimes returns them.
 func (p *Plan) Report(fired []time.Duration) *Result {
 	at := func(id int) int64 {
-		if id <= 0 || id > len(fired) {
+		i := p.TriggerOffset + id - 1
+		if id <= 0 || i >= len(fired) {
 			return -1
 		}
-		return fired[id-1].Nanoseconds()
+		return fired[i].Nanoseconds()
 	}
 	r := &Result{Ranks: len(p.Job.Ranks), Steps: p.Job.Steps, Conns: p.Conns}
 	// Steps.

@@ -38,7 +38,7 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 		set bool
 		ok  bool
 	}{
-		{"ops", part.Job.Ops != nil, part.Kind == "training"},
+		{"ops", part.Ops != nil, part.Kind == "training"},
 		{"file", part.File != "", part.Kind == "simai"},
 		{"size", part.Size != 0, part.Kind == "ring_allreduce"},
 		{"chunks", part.Chunks != 0, true},
@@ -73,7 +73,7 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 			j.Ranks[r] = []job.Node{{ID: 1, Op: job.AllReduce, Name: "all_reduce", Bytes: uint64(part.Size)}}
 		}
 	case "training":
-		j, err = s.trainingJob(key, part.Job.Ops, ranks)
+		j, err = s.trainingJob(key, part.Ops, ranks)
 	case "simai":
 		j, err = s.simaiJob(key, part.File, hosts)
 	}
@@ -92,7 +92,7 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 
 // jobOptions applies the part's job options to j.
 func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed uint64) error {
-	o := part.Job
+	o := part
 	for _, c := range []struct {
 		k string
 		v int
@@ -237,7 +237,7 @@ func simaiError(err error) error {
 func FromWorkload(path string, planes, gpusPerServer int) (*Scenario, error) {
 	s := &Scenario{
 		Name:     strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)),
-		Workload: WorkloadParts{{Kind: "simai", File: path, Job: JobOptions{GPUsPerServer: gpusPerServer}}},
+		Workload: WorkloadParts{{Kind: "simai", File: path, GPUsPerServer: gpusPerServer}},
 		src:      source{file: "--workload"},
 	}
 	f, name, err := s.open(path)

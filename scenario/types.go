@@ -141,16 +141,9 @@ type WorkloadPart struct {
 	// Flows: kind flows.
 	Flows []FlowSpec `yaml:"flows"`
 
-	// Training jobs (kinds training, simai, ring_allreduce; package
-	// sim/job, docs/workloads.md).
-	Job JobOptions `yaml:",inline"`
-
-	line int
-}
-
-// JobOptions are a training job's steps, placement, servers and
-// connections; zero fields take sim/job's defaults.
-type JobOptions struct {
+	// A training job's steps, placement, servers and connections
+	// (kinds training, simai, ring_allreduce; package sim/job,
+	// docs/workloads.md); zero fields take sim/job's defaults.
 	Steps            int      `yaml:"steps"`
 	Placement        string   `yaml:"placement"`
 	GPUsPerServer    int      `yaml:"gpus_per_server"`
@@ -160,6 +153,8 @@ type JobOptions struct {
 	QPsPerConnection int      `yaml:"qps_per_connection"`
 	// Ops: kind training, what every rank runs in a step, in order.
 	Ops []OpSpec `yaml:"ops"`
+
+	line int
 }
 
 // OpSpec is one operation of a kind-training step.

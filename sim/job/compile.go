@@ -542,17 +542,21 @@ func (c *compiler) allToAll(ranks, starts, dones []int, bytes uint64) {
 // by trigger start; its completion activates sendDone and recvDone (0:
 // none). Between servers it is QPsPerConnection flows on the pair's
 // persistent connections, the bytes split evenly; inside a server it is
-// a delay of start's (which must be start's only transfer): the
-// scale-up latency plus the bytes at share-th of the scale-up bandwidth.
+// a delay of start's (which must be start's only transfer), the bytes at
+// share-th of the scale-up bandwidth, then the scale-up latency.
 func (c *compiler) transfer(a, b, ch int, size uint64, start, sendDone, recvDone, share int) {
 	wl := c.p.Workload
 	if c.local(a, b) {
+		// start fires when the bytes are through the GPU's link (the
+		// next transfer on it may begin), arrive a latency later.
 		su := c.j.ScaleUp
 		ps := float64(size) * 8 * float64(share) / float64(su.BitsPerSec) * 1e12
-		wl.Triggers[start-1].Delay = mtime.PicosOf(su.Latency) + mtime.Picos(ps)
+		wl.Triggers[start-1].Delay = mtime.Picos(ps)
+		arrive := c.trigger(mtime.PicosOf(su.Latency))
+		c.link(start, arrive)
 		for _, t := range []int{sendDone, recvDone} {
 			if t != 0 {
-				c.link(start, t)
+				c.link(arrive, t)
 			}
 		}
 		return

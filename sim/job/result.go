@@ -326,7 +326,7 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64) {
 }
 
 func label(n *Node) string {
-	if n.Name == "" {
+	if n.Name == "" || n.Name == n.Op.String() {
 		return n.Op.String()
 	}
 	return n.Name + " " + n.Op.String()

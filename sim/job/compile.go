@@ -446,6 +446,10 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		}
 		return
 	}
+	if in.op.Collective() && c.oneServer(ranks) {
+		c.inServer(in, starts, dones)
+		return
+	}
 	switch in.op {
 	case AllReduce:
 		c.ring(ranks, starts, dones, in.bytes, 2*(n-1))
@@ -458,6 +462,45 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		c.link(starts[0], t)
 		c.link(starts[1], t)
 		c.transfer(ranks[0], ranks[1], 0, in.bytes, t, dones[0], dones[1], 1)
+	}
+}
+
+// oneServer reports whether ranks all share a server.
+func (c *compiler) oneServer(ranks []int) bool {
+	for _, r := range ranks {
+		if !c.local(r, ranks[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// inServer compiles a collective whose ranks share a server as one delay
+// from the last member's start to every member's end, by the alpha-beta
+// model of its algorithm over the scale-up domain: a ring's steps each
+// take the latency plus its share at the GPU's rate (2(n−1) steps of S/n
+// for all-reduce, n−1 for all-gather and reduce-scatter); an all-to-all
+// is the latency plus (n−1)·S/n at that rate.
+func (c *compiler) inServer(in instance, starts, dones []int) {
+	n := uint64(len(starts))
+	su := c.j.ScaleUp
+	ser := func(b uint64) mtime.Picos { return mtime.Picos(float64(b) * 8 / float64(su.BitsPerSec) * 1e12) }
+	lat := mtime.PicosOf(su.Latency)
+	var d mtime.Picos
+	switch in.op {
+	case AllReduce:
+		d = mtime.Picos(2*(n-1)) * (lat + ser(in.bytes/n))
+	case AllGather, ReduceScatter:
+		d = mtime.Picos(n-1) * (lat + ser(in.bytes/n))
+	case AllToAll:
+		d = lat + ser((n-1)*(in.bytes/n))
+	}
+	t := c.trigger(d)
+	for i := range starts {
+		c.link(starts[i], t)
+	}
+	for i := range dones {
+		c.link(t, dones[i])
 	}
 }
 

@@ -3,8 +3,12 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/openmrc/mrc/sim/job"
 )
@@ -141,4 +145,43 @@ func (r *Report) jobCSV(write func(name string, header []string, rows func(add f
 			}
 		}
 	})
+}
+
+// stepPlot is a training job's step times, one line per transport.
+func (r *Report) stepPlot() (*plot.Plot, error) {
+	top := 0.0 // µs
+	for i := range r.Results {
+		if j := r.Results[i].Job; j != nil {
+			for _, t := range j.StepNs {
+				top = max(top, float64(t)/1e3)
+			}
+		}
+	}
+	tu := timeUnit(top)
+	p := r.newPlot(r.Scenario+": step time", "step", "step time ("+tu.name+")")
+	for i := range r.Results {
+		x := &r.Results[i]
+		if x.Job == nil {
+			continue
+		}
+		pts := make(plotter.XYs, len(x.Job.StepNs))
+		for s, t := range x.Job.StepNs {
+			pts[s] = plotter.XY{X: float64(s), Y: float64(t) / 1e3 / tu.div}
+		}
+		l, err := addSeries(p, pts, i, x.Transport)
+		if err != nil {
+			return nil, err
+		}
+		if len(pts) == 1 { // a lone step shows as a point
+			s, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			s.Color = l.Color
+			p.Add(s)
+		}
+	}
+	p.Y.Min = 0
+	p.Y.Max = math.Max(top/tu.div, 1) * 1.2
+	return p, nil
 }

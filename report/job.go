@@ -58,6 +58,12 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 		}
 		return "—"
 	}))
+	add("its last flow in", jr(func(j *job.Result) string {
+		if s := j.Straggler; s != nil && s.Flow != 0 {
+			return fmt.Sprintf("flow %d, h%d→h%d at %s", s.Flow, s.FlowSrc, s.FlowDst, Duration(s.FlowRecvNs))
+		}
+		return "—"
+	}))
 }
 
 // maxCollectiveRows bounds the collectives listed under the table.

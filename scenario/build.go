@@ -97,13 +97,13 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 			return nil, err
 		}
 	}
-	var firstTrigger []int
-	if p.Workload, firstTrigger, err = s.mergeParts(parts, tp.Hosts); err != nil {
+	var offsets []partOffset
+	if p.Workload, offsets, err = s.mergeParts(parts, tp.Hosts); err != nil {
 		return nil, err
 	}
 	for i := range s.Workload {
 		if isJob(s.Workload[i].Kind) {
-			p.Job.TriggerOffset = firstTrigger[i]
+			p.Job.TriggerOffset, p.Job.FlowOffset = offsets[i].trigger, offsets[i].flow
 		}
 	}
 	p.Traffic = describeWorkload(s, p.Workload)
@@ -451,13 +451,17 @@ func (s *Scenario) flowsPart(key string, part WorkloadPart, n int) (*workload.Wo
 	return wl, nil
 }
 
+// partOffset is where a part's triggers and flows begin in the merged
+// workload's lists.
+type partOffset struct{ trigger, flow int }
+
 // mergeParts applies each part's start and tag and joins the parts,
-// returning also where each part's triggers begin in the merged list:
+// returning also where each part's triggers and flows begin:
 // with several, flows are renumbered 1..N in order and triggers kept
 // apart.
-func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.Workload, []int, error) {
+func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.Workload, []partOffset, error) {
 	out := &workload.Workload{}
-	first := make([]int, len(parts))
+	first := make([]partOffset, len(parts))
 	var names []string
 	for i, wl := range parts {
 		part := s.Workload[i]
@@ -470,7 +474,7 @@ func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.
 		for _, t := range out.Triggers {
 			base = max(base, t.ID)
 		}
-		first[i] = len(out.Triggers)
+		first[i] = partOffset{len(out.Triggers), len(out.Flows)}
 		for _, t := range wl.Triggers {
 			t.ID += base
 			if len(t.Activates) > 0 {

@@ -63,6 +63,11 @@ func TestJobRingAllReducePhysics(t *testing.T) {
 		if r.Job.Conns != n {
 			t.Errorf("%s: %d connections, want %d (one per ring neighbour)", tr.Name, r.Job.Conns, n)
 		}
+		// The straggler's last flow in is from its ring neighbour and
+		// arrived by the step's end.
+		if st := r.Job.Straggler; st == nil || st.Flow == 0 || st.FlowDst != st.Host || st.FlowSrc != (st.Host+n-1)%n || st.FlowRecvNs > st.StepEndNs {
+			t.Errorf("%s: straggler %+v", tr.Name, st)
+		}
 	}
 }
 

@@ -22,8 +22,9 @@ type Plan struct {
 	Conns int
 	// TriggerOffset is where Workload's triggers begin among the run's
 	// when it runs merged after other workloads' (Report reads their
-	// times there); 0 when it runs alone.
-	TriggerOffset int
+	// times there); 0 when it runs alone. FlowOffset is the same for its
+	// flows.
+	TriggerOffset, FlowOffset int
 
 	ends  [][]int // ends[s][r]: the trigger ID of rank r's step s end, 0 if it has no nodes
 	nodes []nodeRef
@@ -47,6 +48,8 @@ type collRef struct {
 	ranks   int
 	scaleUp bool  // every transfer stays inside servers
 	nodes   []int // indexes in Plan.nodes
+	// flows are its flows' indexes in Workload.Flows: [flows[0], flows[1]).
+	flows [2]int
 }
 
 // Defaults fills the zero fields of j with their defaults.
@@ -426,8 +429,10 @@ func (c *compiler) step(s int, insts []instance) {
 				cr.scaleUp = false
 			}
 		}
-		p.colls = append(p.colls, cr)
+		cr.flows[0] = len(p.Workload.Flows)
 		c.instance(in, ranks, starts, dones)
+		cr.flows[1] = len(p.Workload.Flows)
+		p.colls = append(p.colls, cr)
 	}
 }
 

@@ -103,3 +103,33 @@ workload:
 		t.Errorf("%d connections, want 32 (16 DP ring neighbours × 2 QPs)", j.Conns)
 	}
 }
+
+// SimAI's micro all-reduce samples complete on a healthy fabric with
+// every collective on it (one GPU per server), each at a bus bandwidth
+// close to the 100 Gb/s line rate.
+func TestSimAIMicroAllReduce(t *testing.T) {
+	for _, f := range []string{"microAllReduce.txt", "microAllReduce_16g.txt"} {
+		s, err := FromWorkload("simai/"+f, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Build(Overrides{Transports: []string{"mrc"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(t.Context(), p, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := rep.Results[0].Job
+		if j == nil || j.StepsDone != 1 || len(j.Collectives) != 2 {
+			t.Fatalf("%s: job %+v", f, j)
+		}
+		for _, c := range j.Collectives {
+			t.Logf("%s: %s %s of %d B on %d ranks: %.0f ns, busbw %.1f Gb/s", f, c.Name, c.Op, c.Bytes, c.Ranks, c.MeanNs, c.BusBWGbps)
+			if c.ScaleUp || c.BusBWGbps < 90 || c.BusBWGbps > 100 {
+				t.Errorf("%s: %+v: want a fabric collective at 90-100 Gb/s", f, c)
+			}
+		}
+	}
+}

@@ -492,8 +492,9 @@ func (s *Scenario) open(name string) (fs.File, string, error) {
 		p = filepath.Join(s.src.dir, name)
 	}
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(name, "htsim/") {
-		// The htsim samples bundled with mrc, as the presets name them.
+	if errors.Is(err, fs.ErrNotExist) && (strings.HasPrefix(name, "htsim/") || strings.HasPrefix(name, "simai/")) {
+		// The htsim and SimAI samples bundled with mrc, as the presets
+		// name them.
 		if ef, eerr := presetFS.Open(path.Join("presets", name)); eerr == nil {
 			return ef, name, nil
 		}

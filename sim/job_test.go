@@ -63,6 +63,11 @@ func TestJobRingAllReducePhysics(t *testing.T) {
 		if r.Job.Conns != n {
 			t.Errorf("%s: %d connections, want %d (one per ring neighbour)", tr.Name, r.Job.Conns, n)
 		}
+		// The straggler's last flow in is from its ring neighbour and
+		// arrived by the step's end.
+		if st := r.Job.Straggler; st == nil || st.Flow == 0 || st.FlowDst != st.Host || st.FlowSrc != (st.Host+n-1)%n || st.FlowRecvNs > st.StepEndNs {
+			t.Errorf("%s: straggler %+v", tr.Name, st)
+		}
 	}
 }
 
@@ -124,5 +129,31 @@ func TestJobDeterministicWorkers(t *testing.T) {
 	b := runJob(t, tp, j, MRC(), 7, 2)
 	if fmt.Sprint(a.Job.StepNs) != fmt.Sprint(b.Job.StepNs) {
 		t.Errorf("step times differ: 1 worker %v, 2 workers %v", a.Job.StepNs, b.Job.StepNs)
+	}
+}
+
+// A collective inside one server never touches the fabric and takes the
+// alpha-beta time of its ring over the scale-up domain: 2(n−1) steps of
+// the latency plus S/n at the GPU's rate.
+func TestJobScaleUpAllReduce(t *testing.T) {
+	const n, size = 8, 8 << 20
+	tp := clos2(t, topo.Clos2Config{Hosts: n, T0Down: 4, T0Up: 4})
+	j := ringJob(n, size, 1)
+	j.GPUsPerServer = n
+	plan, err := job.Compile(j, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Workload.Flows) != 0 || plan.Conns != 0 {
+		t.Fatalf("%d flows, %d connections: an all-reduce inside a server went to the fabric", len(plan.Workload.Flows), plan.Conns)
+	}
+	r := run(t, Config{Topology: tp, Workload: plan.Workload, Job: plan, Transport: MRC(), Seed: 1})
+	su := job.DefaultScaleUp
+	want := 2 * (n - 1) * (su.Latency.Seconds() + float64(size/n)*8/float64(su.BitsPerSec)) * 1e9
+	if got := float64(r.Job.StepNs[0]); got < want-1 || got > want+1 {
+		t.Errorf("step %.0f ns, want %.0f ns", got, want)
+	}
+	if c := r.Job.Collectives[0]; !c.ScaleUp || c.Count != 1 {
+		t.Errorf("collective %+v", c)
 	}
 }

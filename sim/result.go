@@ -67,7 +67,7 @@ type Result struct {
 
 	// Job is a training job's steps and collectives (Config.Job); null
 	// for other workloads.
-	Job *job.Result `json:"job,omitempty"`
+	Job *job.Result `json:"job"`
 }
 
 // FCTStats summarises flow completion times in nanoseconds.

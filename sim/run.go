@@ -108,7 +108,7 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	r := w.result(smp, time.Since(wallStart))
 	r.Interrupted = interrupted
 	if w.cfg.Job != nil {
-		r.Job = w.cfg.Job.Report(w.TriggerTimes())
+		r.Job = w.cfg.Job.Report(w.TriggerTimes(), w.recvTimes())
 	}
 	return r, nil
 }

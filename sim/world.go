@@ -499,6 +499,19 @@ func (w *World) openConn(i, index int) error {
 	return nil
 }
 
+// recvTimes returns when each flow's receiver had every byte, -1 for
+// those that did not.
+func (w *World) recvTimes() []time.Duration {
+	out := make([]time.Duration, len(w.flows))
+	for i, fs := range w.flows {
+		out[i] = -1
+		if fs.recvDone >= 0 {
+			out[i] = fs.recvDone.Duration()
+		}
+	}
+	return out
+}
+
 // TriggerTimes returns when each of the workload's triggers (in the
 // order of Workload.Triggers) first fired, -1 for those that did not:
 // for reading a job's steps out of a run (package sim/job).

@@ -20,6 +20,11 @@ type Plan struct {
 	Hosts []int
 	// Conns is how many persistent connections (QP pairs) the job opens.
 	Conns int
+	// TriggerOffset is where Workload's triggers begin among the run's
+	// when it runs merged after other workloads' (Report reads their
+	// times there); 0 when it runs alone. FlowOffset is the same for its
+	// flows.
+	TriggerOffset, FlowOffset int
 
 	ends  [][]int // ends[s][r]: the trigger ID of rank r's step s end, 0 if it has no nodes
 	nodes []nodeRef
@@ -43,6 +48,8 @@ type collRef struct {
 	ranks   int
 	scaleUp bool  // every transfer stays inside servers
 	nodes   []int // indexes in Plan.nodes
+	// flows are its flows' indexes in Workload.Flows: [flows[0], flows[1]).
+	flows [2]int
 }
 
 // Defaults fills the zero fields of j with their defaults.
@@ -422,8 +429,10 @@ func (c *compiler) step(s int, insts []instance) {
 				cr.scaleUp = false
 			}
 		}
-		p.colls = append(p.colls, cr)
+		cr.flows[0] = len(p.Workload.Flows)
 		c.instance(in, ranks, starts, dones)
+		cr.flows[1] = len(p.Workload.Flows)
+		p.colls = append(p.colls, cr)
 	}
 }
 
@@ -442,6 +451,10 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		}
 		return
 	}
+	if in.op.Collective() && c.oneServer(ranks) {
+		c.inServer(in, starts, dones)
+		return
+	}
 	switch in.op {
 	case AllReduce:
 		c.ring(ranks, starts, dones, in.bytes, 2*(n-1))
@@ -454,6 +467,45 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		c.link(starts[0], t)
 		c.link(starts[1], t)
 		c.transfer(ranks[0], ranks[1], 0, in.bytes, t, dones[0], dones[1], 1)
+	}
+}
+
+// oneServer reports whether ranks all share a server.
+func (c *compiler) oneServer(ranks []int) bool {
+	for _, r := range ranks {
+		if !c.local(r, ranks[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// inServer compiles a collective whose ranks share a server as one delay
+// from the last member's start to every member's end, by the alpha-beta
+// model of its algorithm over the scale-up domain: a ring's steps each
+// take the latency plus its share at the GPU's rate (2(n−1) steps of S/n
+// for all-reduce, n−1 for all-gather and reduce-scatter); an all-to-all
+// is the latency plus (n−1)·S/n at that rate.
+func (c *compiler) inServer(in instance, starts, dones []int) {
+	n := uint64(len(starts))
+	su := c.j.ScaleUp
+	ser := func(b uint64) mtime.Picos { return mtime.Picos(float64(b) * 8 / float64(su.BitsPerSec) * 1e12) }
+	lat := mtime.PicosOf(su.Latency)
+	var d mtime.Picos
+	switch in.op {
+	case AllReduce:
+		d = mtime.Picos(2*(n-1)) * (lat + ser(in.bytes/n))
+	case AllGather, ReduceScatter:
+		d = mtime.Picos(n-1) * (lat + ser(in.bytes/n))
+	case AllToAll:
+		d = lat + ser((n-1)*(in.bytes/n))
+	}
+	t := c.trigger(d)
+	for i := range starts {
+		c.link(starts[i], t)
+	}
+	for i := range dones {
+		c.link(t, dones[i])
 	}
 }
 
@@ -538,17 +590,21 @@ func (c *compiler) allToAll(ranks, starts, dones []int, bytes uint64) {
 // by trigger start; its completion activates sendDone and recvDone (0:
 // none). Between servers it is QPsPerConnection flows on the pair's
 // persistent connections, the bytes split evenly; inside a server it is
-// a delay of start's (which must be start's only transfer): the
-// scale-up latency plus the bytes at share-th of the scale-up bandwidth.
+// a delay of start's (which must be start's only transfer), the bytes at
+// share-th of the scale-up bandwidth, then the scale-up latency.
 func (c *compiler) transfer(a, b, ch int, size uint64, start, sendDone, recvDone, share int) {
 	wl := c.p.Workload
 	if c.local(a, b) {
+		// start fires when the bytes are through the GPU's link (the
+		// next transfer on it may begin), arrive a latency later.
 		su := c.j.ScaleUp
 		ps := float64(size) * 8 * float64(share) / float64(su.BitsPerSec) * 1e12
-		wl.Triggers[start-1].Delay = mtime.PicosOf(su.Latency) + mtime.Picos(ps)
+		wl.Triggers[start-1].Delay = mtime.Picos(ps)
+		arrive := c.trigger(mtime.PicosOf(su.Latency))
+		c.link(start, arrive)
 		for _, t := range []int{sendDone, recvDone} {
 			if t != 0 {
-				c.link(start, t)
+				c.link(arrive, t)
 			}
 		}
 		return

@@ -56,7 +56,7 @@ type CollectiveResult struct {
 
 // Straggler is what held up the slowest step: the rank that finished it
 // last and, on that rank, the communication that ended last and the
-// one that took longest.
+// one that took longest, and of that one's flows the last to arrive.
 type Straggler struct {
 	Step int `json:"step"`
 	Rank int `json:"rank"`
@@ -68,6 +68,13 @@ type Straggler struct {
 	LongestNs   int64  `json:"longest_ns"`
 	StepEndNs   int64  `json:"step_end_ns"`
 	StepStartNs int64  `json:"step_start_ns"`
+	// Flow is the ID of the longest communication's flow into the rank
+	// that arrived last (0: none over the fabric), from host FlowSrc to
+	// FlowDst (the rank's), at FlowRecvNs.
+	Flow       int   `json:"flow"`
+	FlowSrc    int   `json:"flow_src"`
+	FlowDst    int   `json:"flow_dst"`
+	FlowRecvNs int64 `json:"flow_recv_ns"`
 }
 
 // BusFactor is NCCL's bus-bandwidth factor of op over n ranks.
@@ -85,13 +92,16 @@ func BusFactor(op Op, n int) float64 {
 
 // Report reads a run's results from fired: when each trigger of the
 // plan's workload first fired (in order; negative: never), as
-// sim.World.TriggerTimes returns them.
-func (p *Plan) Report(fired []time.Duration) *Result {
+// sim.World.TriggerTimes returns them, and recv: when each of its flows
+// reached its receiver (negative: never; nil: not known), both for the
+// whole run's workload (see TriggerOffset and FlowOffset).
+func (p *Plan) Report(fired, recv []time.Duration) *Result {
 	at := func(id int) int64 {
-		if id <= 0 || id > len(fired) {
+		i := p.TriggerOffset + id - 1
+		if id <= 0 || i >= len(fired) {
 			return -1
 		}
-		return fired[id-1].Nanoseconds()
+		return fired[i].Nanoseconds()
 	}
 	r := &Result{Ranks: len(p.Job.Ranks), Steps: p.Job.Steps, Conns: p.Conns}
 	// Steps.
@@ -130,7 +140,7 @@ func (p *Plan) Report(fired []time.Duration) *Result {
 	}
 	p.fractions(r, at)
 	p.collectives(r, at)
-	p.straggler(r, at, endOf)
+	p.straggler(r, at, endOf, recv)
 	return r
 }
 
@@ -286,7 +296,7 @@ func opOf(name string) Op {
 
 // straggler finds the slowest finished step's last rank and what held
 // it up.
-func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64) {
+func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []time.Duration) {
 	if r.StepsDone == 0 {
 		return
 	}
@@ -307,6 +317,7 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64) {
 		}
 	}
 	var lastEnd int64 = -1
+	longest := -1
 	for _, n := range p.nodes {
 		if n.step != s || n.rank != st.Rank {
 			continue
@@ -318,6 +329,17 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64) {
 		if n.node.Op != Compute {
 			if d := e - at(n.start); d > st.LongestNs {
 				st.LongestNs, st.Longest = d, label(n.node)
+				longest = n.coll
+			}
+		}
+	}
+	if longest >= 0 && recv != nil {
+		fl := p.colls[longest].flows
+		for i := fl[0]; i < fl[1] && p.FlowOffset+i < len(recv); i++ {
+			f := &p.Workload.Flows[i]
+			rt := recv[p.FlowOffset+i]
+			if t := rt.Nanoseconds(); f.Dst == st.Host && rt >= 0 && t > st.FlowRecvNs {
+				st.Flow, st.FlowSrc, st.FlowDst, st.FlowRecvNs = p.FlowOffset+i+1, f.Src, f.Dst, t
 			}
 		}
 	}
@@ -325,7 +347,7 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64) {
 }
 
 func label(n *Node) string {
-	if n.Name == "" {
+	if n.Name == "" || n.Name == n.Op.String() {
 		return n.Op.String()
 	}
 	return n.Name + " " + n.Op.String()

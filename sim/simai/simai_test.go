@@ -11,7 +11,8 @@ import (
 	"github.com/openmrc/mrc/sim/job"
 )
 
-const samples = "../../../shared/data/simai"
+// samples are the SimAI workloads bundled with mrc.
+const samples = "../../scenario/presets/simai"
 
 // SimAI's samples parse, with the header's parallelism and every layer.
 func TestReadSamples(t *testing.T) {

@@ -17,7 +17,11 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The bundled samples: one collective of 1 MiB per rank (testdata/README.md).
+// samples are the traces bundled with mrc (scenario/presets/chakra, whose
+// README says what they are: one collective of 1 MiB per rank).
+var samples = filepath.Join("..", "..", "scenario", "presets", "chakra")
+
+// The bundled samples load, each rank with its one collective.
 func TestLoadSamples(t *testing.T) {
 	for _, c := range []struct {
 		dir   string
@@ -30,7 +34,7 @@ func TestLoadSamples(t *testing.T) {
 		{"all_to_all/8npus_1MB", 8, AllToAll},
 		{"reduce_scatter/8npus_1MB", 8, ReduceScatter},
 	} {
-		traces, err := Load(filepath.Join("testdata", c.dir))
+		traces, err := Load(filepath.Join(samples, c.dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +52,7 @@ func TestLoadSamples(t *testing.T) {
 		}
 	}
 	// A prefix names the same series as its directory.
-	traces, err := Load(filepath.Join("testdata", "all_reduce", "8npus_1MB", "all_reduce"))
+	traces, err := Load(filepath.Join(samples, "all_reduce", "8npus_1MB", "all_reduce"))
 	if err != nil || len(traces) != 8 {
 		t.Fatalf("by prefix: %d traces, %v", len(traces), err)
 	}
@@ -198,7 +202,7 @@ func TestCheckErrors(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
-	sample, err := os.ReadFile(filepath.Join("testdata", "all_reduce", "8npus_1MB", "all_reduce.0.et"))
+	sample, err := os.ReadFile(filepath.Join(samples, "all_reduce", "8npus_1MB", "all_reduce.0.et"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +249,7 @@ func TestSamplesRunAsJobs(t *testing.T) {
 		{"all_to_all/8npus_1MB", 8, 1},
 		{"reduce_scatter/8npus_1MB", 8, 1},
 	} {
-		j, err := LoadJob(filepath.Join("testdata", c.dir))
+		j, err := LoadJob(filepath.Join(samples, c.dir))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,8 @@ package chakra
 
 import (
 	"fmt"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"slices"
 
@@ -12,16 +14,29 @@ import (
 // LoadJob reads a job's traces (Load) and turns them into a training job
 // of one step per trace (Job), named after the series. Errors name the
 // file or the rank and the node.
-func LoadJob(path string) (*job.Job, error) {
-	traces, err := Load(path)
+func LoadJob(name string) (*job.Job, error) {
+	traces, err := Load(name)
+	return jobOf(traces, name, err)
+}
+
+// LoadJobFS is LoadJob in fsys (LoadFS).
+func LoadJobFS(fsys fs.FS, name, display string) (*job.Job, error) {
+	traces, err := LoadFS(fsys, name, display)
+	if display == "" {
+		display = name
+	}
+	return jobOf(traces, display, err)
+}
+
+func jobOf(traces []*Trace, name string, err error) (*job.Job, error) {
 	if err != nil {
 		return nil, err
 	}
 	j, err := Job(traces)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	j.Name = filepath.Base(path)
+	j.Name = path.Base(filepath.ToSlash(name))
 	return j, nil
 }
 

@@ -68,6 +68,8 @@ func describeWorkload(s *Scenario, wl *workload.Workload) string {
 			d = fmt.Sprintf("training job of %d operations per step", len(p.Ops))
 		case "simai":
 			d = "SimAI " + path.Base(p.File)
+		case "chakra":
+			d = "Chakra traces " + path.Base(p.File)
 		case "flows":
 			d = fmt.Sprintf("%d flows", len(p.Flows))
 		case "htsim":

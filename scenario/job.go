@@ -4,17 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/sim/chakra"
 	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/simai"
 )
 
 // jobKinds are the workload kinds that are training jobs.
-var jobKinds = []string{"training", "simai", "ring_allreduce"}
+var jobKinds = []string{"training", "simai", "chakra", "ring_allreduce"}
 
 func isJob(kind string) bool {
 	for _, k := range jobKinds {
@@ -39,10 +42,10 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 		ok  bool
 	}{
 		{"ops", part.Ops != nil, part.Kind == "training"},
-		{"file", part.File != "", part.Kind == "simai"},
+		{"file", part.File != "", part.Kind == "simai" || part.Kind == "chakra"},
 		{"size", part.Size != 0, part.Kind == "ring_allreduce"},
 		{"chunks", part.Chunks != 0, true},
-		{"hosts", part.Hosts != 0, part.Kind != "simai"},
+		{"hosts", part.Hosts != 0, part.Kind != "simai" && part.Kind != "chakra"},
 		{"offset", part.Offset != 0, false},
 		{"senders", part.Senders != 0, false},
 		{"victim", part.Victim != nil, false},
@@ -76,6 +79,8 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 		j, err = s.trainingJob(key, part.Ops, ranks)
 	case "simai":
 		j, err = s.simaiJob(key, part.File, hosts)
+	case "chakra":
+		j, err = s.chakraJob(key, part.File)
 	}
 	if err != nil {
 		return nil, err
@@ -222,6 +227,29 @@ func (s *Scenario) simaiJob(key, file string, hosts int) (job.Job, error) {
 	return j, nil
 }
 
+// chakraJob reads a series of Chakra traces (one .et file per rank) into
+// a job: file is their prefix or their directory, relative to the
+// scenario, or one of the samples bundled as chakra/….
+func (s *Scenario) chakraJob(key, file string) (job.Job, error) {
+	if file == "" {
+		return job.Job{}, s.errorf(key+".file", "required with kind chakra: a trace prefix or directory (NAME.0.et, NAME.1.et, …)")
+	}
+	var j *job.Job
+	var err error
+	switch p := s.path(file); {
+	case s.src.fsys != nil && !filepath.IsAbs(file):
+		j, err = chakra.LoadJobFS(s.src.fsys, p, file)
+	case bundled(p, file, "chakra/"):
+		j, err = chakra.LoadJobFS(presetFS, path.Join("presets", file), file)
+	default:
+		j, err = chakra.LoadJob(p)
+	}
+	if err != nil {
+		return job.Job{}, &Error{Msg: err.Error()}
+	}
+	return *j, nil
+}
+
 func simaiError(err error) error {
 	var se *simai.Error
 	if errors.As(err, &se) {
@@ -230,36 +258,62 @@ func simaiError(err error) error {
 	return err
 }
 
-// FromWorkload makes a scenario of SimAI workload file path: one
-// iteration on a two-tier Clos of planes planes with one host per GPU
-// (all_gpus), T0s of at most 32 hosts, full bisection; gpusPerServer
-// (0: the default, 8) GPUs per server share its scale-up domain.
+// FromWorkload makes a scenario of a SimAI workload file or a series of
+// Chakra traces (isChakra) at path: one iteration on a two-tier Clos of
+// planes planes with one host per GPU (SimAI's all_gpus, or one per trace),
+// T0s of at most 32 hosts, full bisection; gpusPerServer (0: the default,
+// 8) GPUs per server share its scale-up domain.
 func FromWorkload(path string, planes, gpusPerServer int) (*Scenario, error) {
 	s := &Scenario{
 		Name:     strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)),
 		Workload: WorkloadParts{{Kind: "simai", File: path, GPUsPerServer: gpusPerServer}},
 		src:      source{file: "--workload"},
 	}
-	f, name, err := s.open(path)
-	if err != nil {
-		return nil, &Error{Msg: openError(err)}
-	}
-	defer f.Close()
-	w, err := simai.Read(name, f.(io.Reader))
-	if err != nil {
-		return nil, simaiError(err)
-	}
-	if w.GPUs < 2 {
-		return nil, &Error{File: name, Msg: "the header gives no all_gpus: write a scenario with kind simai and a topology"}
+	var gpus int
+	if isChakra(path) {
+		s.Workload[0].Kind = "chakra"
+		j, err := s.chakraJob("--workload", path)
+		if err != nil {
+			return nil, err
+		}
+		gpus = len(j.Ranks)
+	} else {
+		f, name, err := s.open(path)
+		if err != nil {
+			return nil, &Error{Msg: openError(err)}
+		}
+		defer f.Close()
+		w, err := simai.Read(name, f.(io.Reader))
+		if err != nil {
+			return nil, simaiError(err)
+		}
+		if w.GPUs < 2 {
+			return nil, &Error{File: name, Msg: "the header gives no all_gpus: write a scenario with kind simai and a topology"}
+		}
+		gpus = w.GPUs
 	}
 	down := 1
-	for d := min(32, w.GPUs/2); d >= 1; d-- {
-		if w.GPUs%d == 0 {
+	for d := min(32, gpus/2); d >= 1; d-- {
+		if gpus%d == 0 {
 			down = d
 			break
 		}
 	}
-	s.Topology = Topology{Kind: "clos2", Hosts: w.GPUs, Planes: planes, T0Down: down, T0Up: down}
+	s.Topology = Topology{Kind: "clos2", Hosts: gpus, Planes: planes, T0Down: down, T0Up: down}
 	s.Duration = Duration(time.Minute)
 	return s, nil
+}
+
+// isChakra reports whether a --workload names Chakra traces rather than a
+// SimAI file: a .et file, a directory (of .et files), a prefix whose
+// rank 0 file exists, or a bundled chakra/ sample.
+func isChakra(p string) bool {
+	if strings.HasSuffix(p, ".et") || strings.HasPrefix(p, "chakra/") {
+		return true
+	}
+	if st, err := os.Stat(p); err == nil {
+		return st.IsDir()
+	}
+	_, err := os.Stat(p + ".0.et")
+	return err == nil
 }

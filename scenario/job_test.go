@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -130,6 +131,58 @@ func TestSimAIMicroAllReduce(t *testing.T) {
 			if c.ScaleUp || c.BusBWGbps < 90 || c.BusBWGbps > 100 {
 				t.Errorf("%s: %+v: want a fabric collective at 90-100 Gb/s", f, c)
 			}
+		}
+	}
+}
+
+// The Chakra samples bundled with mrc run as a scenario's workload
+// (kind chakra) over the fabric: every rank's collective completes, its
+// bus bandwidth below the line rate and its bytes what the trace says.
+func TestChakraWorkload(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		ranks int
+	}{
+		{"chakra/all_reduce/16npus_1MB", 16},
+		{"chakra/all_to_all/8npus_1MB/all_to_all.0.et", 8},
+	} {
+		yml := fmt.Sprintf(`topology: {kind: clos2, hosts: %d, t0_down: 4, t0_up: 4}
+transports: [mrc]
+workload: {kind: chakra, file: %s, gpus_per_server: 1}
+`, c.ranks, c.file)
+		s, err := Parse([]byte(yml), source{file: "x.yaml"}, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Build(Overrides{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		rep, err := Run(t.Context(), p, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Results[0]
+		if r.Job == nil || r.Job.StepsDone != 1 || r.FlowsCompleted != r.Flows || len(r.Job.Collectives) != 1 {
+			t.Fatalf("%s: job %+v, %d of %d flows", c.file, r.Job, r.FlowsCompleted, r.Flows)
+		}
+		if col := r.Job.Collectives[0]; col.Ranks != c.ranks || col.Bytes != 1<<20 || col.BusBWGbps <= 0 || col.BusBWGbps > 100 {
+			t.Errorf("%s: collective %+v", c.file, col)
+		}
+	}
+	for _, c := range []struct{ yml, want string }{
+		{"workload: {kind: chakra}", "x.yaml:5: workload.file: required with kind chakra"},
+		{"workload: {kind: chakra, file: nowhere}", "no trace files"},
+		{"workload: {kind: chakra, file: chakra/all_reduce/16npus_1MB, hosts: 4}", "workload.hosts: not used with kind chakra"},
+		{"workload: {kind: chakra, file: chakra/all_reduce/16npus_1MB}", "16 ranks"},
+	} {
+		yml := "topology: {kind: clos2, hosts: 8, t0_down: 4, t0_up: 4}\ntransports: [mrc]\n\n\n" + c.yml + "\n"
+		s, err := Parse([]byte(yml), source{file: "x.yaml"}, "x")
+		if err == nil {
+			_, err = s.Build(Overrides{})
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yml, err, c.want)
 		}
 	}
 }

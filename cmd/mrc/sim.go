@@ -38,7 +38,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	show := fs.Bool("show", false, "print the scenario's YAML (a preset's, or the default) instead of running it")
 	tm := fs.String("tm", "", "run htsim's connection matrix `FILE.cm` (with --topo, or on a generated leaf-spine)")
 	topoFile := fs.String("topo", "", "htsim topology `FILE.topo`, with --tm")
-	workloadFile := fs.String("workload", "", "run SimAI's training workload `FILE.txt`, one iteration on a generated two-tier Clos of one host per GPU (docs/workloads.md)")
+	workloadFile := fs.String("workload", "", "run a training workload `FILE`: a SimAI .txt, or Chakra traces (a directory of NAME.RANK.et, their prefix or one of them), one iteration on a generated two-tier Clos of one host per GPU (docs/workloads.md)")
 	gpusPerServer := fs.Int("gpus-per-server", 0, "with --workload: GPUs per server sharing its scale-up domain (default 8; 1 puts every collective on the fabric)")
 	planes := fs.Int("planes", 1, "planes of the fabric, with --tm or --workload (htsim files describe one plane)")
 	seed := fs.Uint64("seed", 0, "random seed (default: the scenario's, 1); a run is a function of the scenario and the seed")

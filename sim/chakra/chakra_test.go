@@ -51,10 +51,13 @@ func TestLoadSamples(t *testing.T) {
 			}
 		}
 	}
-	// A prefix names the same series as its directory.
-	traces, err := Load(filepath.Join(samples, "all_reduce", "8npus_1MB", "all_reduce"))
-	if err != nil || len(traces) != 8 {
-		t.Fatalf("by prefix: %d traces, %v", len(traces), err)
+	// A prefix, or any one rank's file, names the same series as its
+	// directory.
+	for _, name := range []string{"all_reduce", "all_reduce.5.et"} {
+		traces, err := Load(filepath.Join(samples, "all_reduce", "8npus_1MB", name))
+		if err != nil || len(traces) != 8 {
+			t.Fatalf("by %s: %d traces, %v", name, len(traces), err)
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ func jobOf(traces []*Trace, name string, err error) (*job.Job, error) {
 }
 
 // Job turns one checked trace per rank into a job whose step is the
-// traces' graphs (docs/workloads.md#chakra):
+// traces' graphs (docs/workloads.md#chakra-execution-traces):
 //   - COMP_NODE: compute for its duration;
 //   - COMM_COLL_NODE: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER and
 //     ALL_TO_ALL over every rank, comm_size bytes as NCCL-tests counts a

@@ -13,7 +13,7 @@ import (
 
 // Load reads a job's traces from the file system, one file per rank, as
 // ASTRA-sim names them: PREFIX.0.et, PREFIX.1.et, …. name is the prefix,
-// or a directory holding one such series. Every rank from 0 to the
+// one of the series' files, or a directory holding one such series. Every rank from 0 to the
 // highest must be present. Each trace is parsed and checked; an error
 // names the file.
 func Load(name string) ([]*Trace, error) {
@@ -58,6 +58,10 @@ func LoadFS(fsys fs.FS, name, display string) ([]*Trace, error) {
 // rankFiles lists the files of ranks 0..n-1 for a prefix or a directory.
 func rankFiles(fsys fs.FS, name, display string) ([]string, error) {
 	prefix := name
+	if p, _, ok := splitRank(name); ok {
+		// One rank's file names its series.
+		prefix, display = p, strings.TrimSuffix(display, name[len(p):])
+	}
 	if st, err := fs.Stat(fsys, name); err == nil && st.IsDir() {
 		matches, _ := fs.Glob(fsys, path.Join(name, "*.et"))
 		prefixes := map[string]bool{}

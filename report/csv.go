@@ -20,6 +20,8 @@ import (
 //	links.csv     utilisation by link class (host_t0, t0_t1, ...)
 //	drops.csv     packets dropped, by cause
 //	failures.csv  one row per failed element: when, bypass times, packets into it
+//	steps.csv     a training job's step times (training jobs only)
+//	collectives.csv  a training job's collectives: time, algbw, busbw
 func (r *Report) WriteCSV(dir string) ([]string, error) {
 	var files []string
 	write := func(name string, header []string, rows func(add func(...any))) error {
@@ -150,6 +152,9 @@ func (r *Report) WriteCSV(dir string) ([]string, error) {
 				}
 			}
 		})
+	}
+	if err == nil {
+		err = r.jobCSV(write)
 	}
 	return files, err
 }

@@ -26,6 +26,7 @@ const (
 //	fct_cdf            the CDF of flow completion times, one line per transport
 //	plane_utilisation  each plane's host-uplink utilisation, bars per transport
 //	link_utilisation   mean utilisation of each class of links, bars per transport
+//	step_time          a training job's step times, one line per transport
 //	planes-TRANSPORT   goodput over time of each plane, for one transport
 func (r *Report) WritePlots(dir string) ([]string, error) {
 	var files []string
@@ -54,6 +55,15 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 			return files, err
 		}
 		if err := save(p, pl.name); err != nil {
+			return files, err
+		}
+	}
+	if r.hasJob() {
+		p, err := r.stepPlot()
+		if err != nil {
+			return files, err
+		}
+		if err := save(p, "step_time"); err != nil {
 			return files, err
 		}
 	}

@@ -92,6 +92,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		return percent(x.GoodputFractionOfIdeal)
 	})
+	r.jobRows(add)
 	add("retransmits", func(x *Result) string { return Count(x.Retransmits) })
 	add("trims", func(x *Result) string { return Count(x.Trims) })
 	add("drops", func(x *Result) string {
@@ -191,6 +192,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if anyStar {
 		b.WriteString("* over the flows that completed\n")
 	}
+	r.writeCollectives(&b)
 	if s := r.stopNote(); s != "" {
 		b.WriteString("\n" + s)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/sim/htsim"
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/tcp"
@@ -29,6 +30,9 @@ type Plan struct {
 	Seed     uint64
 	Topology *topo.Topology
 	Workload *workload.Workload
+	// Job is the training job the workload compiles (kinds training,
+	// simai, ring_allreduce); nil for flow workloads.
+	Job *job.Plan
 	// Runs holds one configuration per transport, in order.
 	Runs []sim.Config
 	// Fabric, Traffic and Failures describe the run in words, for the
@@ -56,7 +60,7 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 		p.Seed = *o.Seed
 	}
 	if len(s.Workload) == 0 {
-		return nil, s.errorf("workload", "required: what the hosts send (kind: permutation, all_to_all, incast, ring_allreduce, flows or htsim)")
+		return nil, s.errorf("workload", "required: what the hosts send (kind: permutation, all_to_all, incast, ring_allreduce, flows, htsim, training or simai)")
 	}
 	// An htsim connection matrix sizes a fabric left unsized.
 	parts := make([]*workload.Workload, len(s.Workload))
@@ -77,14 +81,31 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 	p.Topology = tp
 	p.Fabric = describeFabric(s, tp)
 	for i := range s.Workload {
-		if parts[i] == nil {
-			if parts[i], err = s.buildPart(i, tp.Hosts, p.Seed); err != nil {
+		if parts[i] != nil {
+			continue
+		}
+		if isJob(s.Workload[i].Kind) {
+			if p.Job != nil {
+				return nil, s.errorf(fmt.Sprintf("workload[%d].kind", i), "one training job per scenario (ring_allreduce, training and simai are jobs)")
+			}
+			if p.Job, err = s.buildJob(i, tp.Hosts, p.Seed); err != nil {
 				return nil, err
 			}
+			parts[i] = p.Job.Workload
+			continue
+		}
+		if parts[i], err = s.buildPart(i, tp.Hosts, p.Seed); err != nil {
+			return nil, err
 		}
 	}
-	if p.Workload, err = s.mergeParts(parts, tp.Hosts); err != nil {
+	var offsets []partOffset
+	if p.Workload, offsets, err = s.mergeParts(parts, tp.Hosts); err != nil {
 		return nil, err
+	}
+	for i := range s.Workload {
+		if isJob(s.Workload[i].Kind) {
+			p.Job.TriggerOffset, p.Job.FlowOffset = offsets[i].trigger, offsets[i].flow
+		}
 	}
 	p.Traffic = describeWorkload(s, p.Workload)
 
@@ -108,6 +129,7 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 		return nil, err
 	}
 	base.Name, base.Topology, base.Workload, base.Seed, base.Failures = s.Name, tp, p.Workload, p.Seed, failures
+	base.Job = p.Job
 	if o.Duration > 0 {
 		base.StopAt = o.Duration
 	}
@@ -299,10 +321,18 @@ func (s *Scenario) buildPart(i, hosts int, seed uint64) (*workload.Workload, err
 		{"senders", part.Senders != 0, []string{"incast"}},
 		{"victim", part.Victim != nil, []string{"incast"}},
 		{"parallel", part.Parallel != nil, []string{"all_to_all"}},
-		{"chunks", part.Chunks != 0, []string{"ring_allreduce"}},
+		{"chunks", part.Chunks != 0, nil},
+		{"steps", part.Steps != 0, nil},
+		{"placement", part.Placement != "", nil},
+		{"gpus_per_server", part.GPUsPerServer != 0, nil},
+		{"scale_up_rate", part.ScaleUpRate != 0, nil},
+		{"scale_up_latency", part.ScaleUpLatency != 0, nil},
+		{"channels", part.Channels != 0, nil},
+		{"qps_per_connection", part.QPsPerConnection != 0, nil},
+		{"ops", part.Ops != nil, nil},
 		{"file", part.File != "", []string{"htsim"}},
 		{"flows", part.Flows != nil, []string{"flows"}},
-		{"size", part.Size != 0, []string{"permutation", "all_to_all", "incast", "ring_allreduce"}},
+		{"size", part.Size != 0, []string{"permutation", "all_to_all", "incast"}},
 	} {
 		if !slices.Contains(u.kinds, part.Kind) {
 			if err := unused(u.k, u.set); err != nil {
@@ -343,26 +373,14 @@ func (s *Scenario) buildPart(i, hosts int, seed uint64) (*workload.Workload, err
 			}
 		}
 		wl, err = workload.Incast(senders, uint64(part.Size), vs, vd)
-	case "ring_allreduce":
-		if err := needSize(); err != nil {
-			return nil, err
-		}
-		chunks := part.Chunks
-		if chunks == 0 {
-			chunks = 4
-		}
-		if chunks < 0 {
-			return nil, s.errorf(key+".chunks", "%d: want a positive number", chunks)
-		}
-		wl, err = workload.RingAllReduce(n, uint64(part.Size), chunks)
 	case "flows":
 		wl, err = s.flowsPart(key, part, n)
 	case "htsim":
 		return nil, s.errorf(key+".kind", "internal: htsim part not read")
 	case "":
-		return nil, s.errorf(key+".kind", "required: permutation, all_to_all, incast, ring_allreduce, flows or htsim")
+		return nil, s.errorf(key+".kind", "required: permutation, all_to_all, incast, ring_allreduce, flows, htsim, training or simai")
 	default:
-		return nil, s.errorf(key+".kind", "unknown kind %q (want permutation, all_to_all, incast, ring_allreduce, flows or htsim)", part.Kind)
+		return nil, s.errorf(key+".kind", "unknown kind %q (want permutation, all_to_all, incast, ring_allreduce, flows, htsim, training or simai)", part.Kind)
 	}
 	if err != nil {
 		var se *Error
@@ -434,11 +452,17 @@ func (s *Scenario) flowsPart(key string, part WorkloadPart, n int) (*workload.Wo
 	return wl, nil
 }
 
-// mergeParts applies each part's start and tag and joins the parts:
+// partOffset is where a part's triggers and flows begin in the merged
+// workload's lists.
+type partOffset struct{ trigger, flow int }
+
+// mergeParts applies each part's start and tag and joins the parts,
+// returning also where each part's triggers and flows begin:
 // with several, flows are renumbered 1..N in order and triggers kept
 // apart.
-func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.Workload, error) {
+func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.Workload, []partOffset, error) {
 	out := &workload.Workload{}
+	first := make([]partOffset, len(parts))
 	var names []string
 	for i, wl := range parts {
 		part := s.Workload[i]
@@ -451,8 +475,15 @@ func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.
 		for _, t := range out.Triggers {
 			base = max(base, t.ID)
 		}
+		first[i] = partOffset{len(out.Triggers), len(out.Flows)}
 		for _, t := range wl.Triggers {
 			t.ID += base
+			if len(t.Activates) > 0 {
+				t.Activates = slices.Clone(t.Activates)
+				for k := range t.Activates {
+					t.Activates[k] += base
+				}
+			}
 			out.Triggers = append(out.Triggers, t)
 		}
 		shift := func(id int) int {
@@ -480,12 +511,12 @@ func (s *Scenario) mergeParts(parts []*workload.Workload, hosts int) (*workload.
 	}
 	out.Name = strings.Join(names, " + ")
 	if err := out.Validate(hosts); err != nil {
-		return nil, s.errorf("workload", "%s", strings.TrimPrefix(err.Error(), "workload: "))
+		return nil, nil, s.errorf("workload", "%s", strings.TrimPrefix(err.Error(), "workload: "))
 	}
-	if len(out.Flows) == 0 {
-		return nil, s.errorf("workload", "no flows")
+	if len(out.Flows) == 0 && len(out.Triggers) == 0 {
+		return nil, nil, s.errorf("workload", "no flows")
 	}
-	return out, nil
+	return out, first, nil
 }
 
 var failureKinds = []sim.FailureKind{sim.LinkDown, sim.LinkFlap, sim.LossyLink, sim.SwitchDown, sim.SwitchReboot, sim.SwitchBlackhole, sim.NICPortDown}

@@ -64,6 +64,12 @@ func describeWorkload(s *Scenario, wl *workload.Workload) string {
 			}
 		case "ring_allreduce":
 			d = "ring all-reduce of " + size
+		case "training":
+			d = fmt.Sprintf("training job of %d operations per step", len(p.Ops))
+		case "simai":
+			d = "SimAI " + path.Base(p.File)
+		case "chakra":
+			d = "Chakra traces " + path.Base(p.File)
 		case "flows":
 			d = fmt.Sprintf("%d flows", len(p.Flows))
 		case "htsim":

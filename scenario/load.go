@@ -482,23 +482,46 @@ func (s *Scenario) errorf(keyPath, format string, args ...any) error {
 
 // open opens an input file named in the scenario.
 func (s *Scenario) open(name string) (fs.File, string, error) {
+	p := s.path(name)
 	if s.src.fsys != nil && !filepath.IsAbs(name) {
-		p := path.Join(s.src.dir, name)
 		f, err := s.src.fsys.Open(p)
 		return f, p, err
 	}
-	p := name
-	if !filepath.IsAbs(name) && s.src.dir != "" {
-		p = filepath.Join(s.src.dir, name)
-	}
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(name, "htsim/") {
-		// The htsim samples bundled with mrc, as the presets name them.
+	if errors.Is(err, fs.ErrNotExist) && (strings.HasPrefix(name, "htsim/") || strings.HasPrefix(name, "simai/")) {
+		// The htsim and SimAI samples bundled with mrc, as the presets
+		// name them.
 		if ef, eerr := presetFS.Open(path.Join("presets", name)); eerr == nil {
 			return ef, name, nil
 		}
 	}
 	return f, p, err
+}
+
+// path returns where name, as the scenario names it, lives: relative to the
+// scenario's directory, in its file system (the presets) or on disk.
+func (s *Scenario) path(name string) string {
+	switch {
+	case s.src.fsys != nil && !filepath.IsAbs(name):
+		return path.Join(s.src.dir, name)
+	case !filepath.IsAbs(name) && s.src.dir != "":
+		return filepath.Join(s.src.dir, name)
+	}
+	return name
+}
+
+// bundled reports whether name, under prefix, is one of the samples
+// bundled with mrc and p, where the scenario would find it on disk, does
+// not exist.
+func bundled(p, name, prefix string) bool {
+	if !strings.HasPrefix(name, prefix) {
+		return false
+	}
+	if _, err := os.Stat(p); err == nil {
+		return false
+	}
+	_, err := fs.Stat(presetFS, path.Join("presets", name))
+	return err == nil
 }
 
 // File returns the name of the file the scenario was read from ("preset

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-//go:embed presets/*.yaml presets/htsim
+//go:embed presets/*.yaml presets/htsim presets/simai presets/chakra
 var presetFS embed.FS
 
 // DefaultPreset is the scenario `mrc sim` runs with no arguments.

@@ -128,8 +128,9 @@ type WorkloadParts []WorkloadPart
 
 // WorkloadPart is one traffic pattern.
 type WorkloadPart struct {
-	// Kind: permutation, all_to_all, incast, ring_allreduce, flows or
-	// htsim (a connection matrix, File).
+	// Kind: permutation, all_to_all, incast, ring_allreduce, flows,
+	// htsim (a connection matrix, File), or a training job: training
+	// (Ops), simai (a SimAI workload, File) or ring_allreduce.
 	Kind string `yaml:"kind"`
 	// Hosts is how many hosts take part: hosts 0..Hosts-1 (default all;
 	// Offset shifts them).
@@ -155,7 +156,37 @@ type WorkloadPart struct {
 	// Flows: kind flows.
 	Flows []FlowSpec `yaml:"flows"`
 
+	// A training job's steps, placement, servers and connections
+	// (kinds training, simai, ring_allreduce; package sim/job,
+	// docs/workloads.md); zero fields take sim/job's defaults.
+	Steps            int      `yaml:"steps"`
+	Placement        string   `yaml:"placement"`
+	GPUsPerServer    int      `yaml:"gpus_per_server"`
+	ScaleUpRate      Rate     `yaml:"scale_up_rate"`
+	ScaleUpLatency   Duration `yaml:"scale_up_latency"`
+	Channels         int      `yaml:"channels"`
+	QPsPerConnection int      `yaml:"qps_per_connection"`
+	// Ops: kind training, what every rank runs in a step, in order.
+	Ops []OpSpec `yaml:"ops"`
+
 	line int
+}
+
+// OpSpec is one operation of a kind-training step.
+type OpSpec struct {
+	// Op: compute, all_reduce, all_gather, reduce_scatter, all_to_all.
+	Op       string   `yaml:"op"`
+	Duration Duration `yaml:"duration"` // compute
+	Size     Size     `yaml:"size"`     // collectives: NCCL-tests' size
+	// GroupSize splits the ranks into groups of this size (default all
+	// ranks): consecutive ranks (like tensor parallelism), or with
+	// Strided the ranks that share an index modulo ranks/GroupSize
+	// (like data parallelism).
+	GroupSize int  `yaml:"group_size"`
+	Strided   bool `yaml:"strided"`
+	// Async: later operations of the step do not wait for this one.
+	Async bool   `yaml:"async"`
+	Name  string `yaml:"name"`
 }
 
 // Victim is an incast's victim flow.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/trace"
@@ -14,9 +15,13 @@ import (
 // function of the Config; Workers changes only how fast it goes.
 type Config struct {
 	// Name labels the scenario in results.
-	Name      string
-	Topology  *topo.Topology
-	Workload  *workload.Workload
+	Name     string
+	Topology *topo.Topology
+	Workload *workload.Workload
+	// Job, when set, is the training job (package sim/job) that
+	// compiled into Workload: the result then has its steps and
+	// collectives (Result.Job).
+	Job       *job.Plan
 	Transport Transport
 	Seed      uint64
 	// MTU is the payload of one data packet (default 4096).

@@ -31,6 +31,7 @@ const (
 	evReconverge                    // ECMP routing reconverges
 	evPFC                           // a PFC pause/resume frame reaches a sender
 	evLocalRepair                   // an ECMP switch reroutes around its own link
+	evTrigger                       // a trigger's delay ends: it fires
 )
 
 // event is one scheduled happening. arg packs the kind (top 8 bits), a

@@ -24,6 +24,16 @@ func (s *shard) startFlow(f int32) {
 	fs.started, fs.start = true, s.now
 	nic := w.hosts[src].nic
 	remote := w.hosts[fl.Dst].nic.Memory()
+	if fl.Conn != 0 {
+		// A shared connection's receives are posted as its flows start,
+		// so that they are taken in the order the messages are sent.
+		for range fs.recvLeft {
+			if err := w.hosts[fl.Dst].nic.Receive(fs.dstQP, uint64(f)); err != nil {
+				s.err = fmt.Errorf("sim: flow %d: post receive: %w", fl.ID, err)
+				return
+			}
+		}
+	}
 	for left := fl.Size; left > 0; {
 		n := min(left, maxMessage)
 		if err := nic.Send(ns(s.now), fs.srcQP, uint64(f), n, remote); err != nil {
@@ -40,10 +50,17 @@ func (s *shard) activate(id int) {
 	if id == 0 {
 		return
 	}
+	s.activateIndex(s.w.trigIndex[id])
+}
+
+// activateIndex counts an activation of trigger ti (an index into
+// World.trig); when its condition is met, it fires, after its delay.
+func (s *shard) activateIndex(ti int32) {
 	w := s.w
-	ti := w.trigIndex[id]
 	ts := &w.trig[ti]
 	switch ts.kind {
+	case workload.AtStart:
+		return // fired at the start
 	case workload.Oneshot:
 		if ts.fired {
 			return
@@ -56,10 +73,28 @@ func (s *shard) activate(id int) {
 		}
 		ts.fired = true
 	}
-	// A multishot trigger fires at every activation; flows that already
-	// started ignore it.
+	if ts.delay > 0 {
+		s.delayed++
+		s.push(s.now+ts.delay, evTrigger, 0, ti)
+		return
+	}
+	s.fire(ti)
+}
+
+// fire fires trigger ti now: it starts its flows and activates the
+// triggers it names. A multishot trigger fires at every activation;
+// flows that already started ignore it.
+func (s *shard) fire(ti int32) {
+	w := s.w
+	ts := &w.trig[ti]
+	if ts.firedAt < 0 {
+		ts.firedAt = s.now
+	}
 	for _, f := range w.trigFlows[ti] {
 		s.startFlow(f)
+	}
+	for _, a := range ts.then {
+		s.activateIndex(a)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -69,6 +70,10 @@ type Result struct {
 	StoppedBy   string       `json:"stopped_by"`
 	Series      Series       `json:"series"`
 	FlowResults []FlowResult `json:"flow_results"`
+
+	// Job is a training job's steps and collectives (Config.Job); null
+	// for other workloads.
+	Job *job.Result `json:"job"`
 
 	baseRTT time.Duration // the fabric's unloaded round trip (CompareBaseline)
 }

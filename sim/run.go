@@ -107,6 +107,9 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 
 	r := w.result(smp, time.Since(wallStart))
 	r.Interrupted = interrupted
+	if w.cfg.Job != nil {
+		r.Job = w.cfg.Job.Report(w.TriggerTimes(), w.recvTimes())
+	}
 	return r, nil
 }
 
@@ -206,6 +209,9 @@ func (w *World) done() bool {
 		send += s.sendDone
 		recv += s.recvDone
 		failed += s.failed
+		if s.delayed > 0 {
+			return false // a compute phase is still running
+		}
 	}
 	n := len(w.flows)
 	return send >= n && recv+failed >= n

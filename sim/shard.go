@@ -47,6 +47,7 @@ type shard struct {
 	recvDone    int
 	failed      int
 	lastDone    Time
+	delayed     int // triggers waiting out their delay
 	resume      []int
 
 	// Observations waiting for the end of the window (observe.go).
@@ -90,6 +91,9 @@ func (s *shard) run(end Time) {
 			s.localRepair(e.id())
 		case evPFC:
 			s.pfcArrive(e.id(), e.aux())
+		case evTrigger:
+			s.delayed--
+			s.fire(e.id())
 		}
 	}
 }

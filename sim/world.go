@@ -124,9 +124,12 @@ type flowState struct {
 }
 
 type trigState struct {
-	kind  workload.TriggerKind
-	count int
-	fired bool
+	kind    workload.TriggerKind
+	count   int
+	fired   bool
+	delay   Time
+	then    []int32 // triggers it activates (indexes)
+	firedAt Time    // when it first fired, or -1
 }
 
 // maxMessage is the largest WRITE the simulator posts; longer flows are
@@ -174,7 +177,7 @@ func New(cfg Config) (*World, error) {
 		}
 	}
 	groups := c.HostGroups
-	if len(c.Workload.Triggers) > 0 {
+	if len(c.Workload.Triggers) > 0 || c.Workload.SharesConnections() {
 		groups = 1
 	}
 	groups = min(groups, t.Hosts)
@@ -281,7 +284,14 @@ func New(cfg Config) (*World, error) {
 
 	// Hosts.
 	qps := make([]int, t.Hosts)
+	seen := map[int]bool{}
 	for _, f := range c.Workload.Flows {
+		if f.Conn != 0 {
+			if seen[f.Conn] {
+				continue
+			}
+			seen[f.Conn] = true
+		}
 		qps[f.Src]++
 		qps[f.Dst]++
 	}
@@ -398,54 +408,48 @@ func (w *World) ecmpRoutes(plane int, pick func(sw int) bool, up func(link int) 
 	return err
 }
 
-// setupFlows opens and connects a QP pair per flow, posts the receives
-// and schedules the flows' starts.
+// setupFlows opens and connects a QP pair per connection (one per flow,
+// or one per Conn shared by its flows), posts the receives of flows with
+// connections of their own, and schedules the flows' and the triggers'
+// starts.
 func (w *World) setupFlows() error {
-	t, flows := w.t, w.wl.Flows
+	flows := w.wl.Flows
 	w.flows = make([]flowState, len(flows))
 	w.qpFlow = make(map[uint64]int32, 2*len(flows))
 	w.trigIndex = map[int]int32{}
 	for i, tr := range w.wl.Triggers {
 		w.trigIndex[tr.ID] = int32(i)
-		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count})
+		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count, delay: tr.Delay, firedAt: -1})
+	}
+	for i, tr := range w.wl.Triggers {
+		for _, a := range tr.Activates {
+			w.trig[i].then = append(w.trig[i].then, w.trigIndex[a])
+		}
 	}
 	w.trigFlows = make([][]int32, len(w.trig))
-	pps := t.PathsPerPlane()
+	conns := map[int][2]uint32{}
 	for i, f := range flows {
 		fs := &w.flows[i]
 		fs.start, fs.sendDone, fs.recvDone = -1, -1, -1
-		src, dst := w.hosts[f.Src].nic, w.hosts[f.Dst].nic
-		var err error
-		if fs.srcQP, err = src.Open(0, ConnSpec{Peer: f.Dst, Index: i, PathsPerPlane: pps}); err != nil {
-			return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Src, err)
-		}
-		if fs.dstQP, err = dst.Open(0, ConnSpec{Peer: f.Src, Index: i, PathsPerPlane: pps}); err != nil {
-			return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Dst, err)
-		}
-		w.qpFlow[qpKey(int32(f.Src), fs.srcQP)] = int32(i)
-		w.qpFlow[qpKey(int32(f.Dst), fs.dstQP)] = int32(i)
-		srv6 := w.cfg.Transport.Fabric == vswitch.ModeSRv6
-		peerOf := func(h int, qpn uint32, from int) Peer {
-			p := Peer{QPN: qpn, Addrs: make([]netip.Addr, t.Planes)}
-			for pl := range t.Planes {
-				p.Addrs[pl] = t.HostAddr(h, pl)
+		if qp, ok := conns[f.Conn]; ok && f.Conn != 0 {
+			fs.srcQP, fs.dstQP = qp[0], qp[1]
+		} else {
+			index := i
+			if f.Conn != 0 {
+				index = f.Conn
 			}
-			if srv6 {
-				p.Paths = t.Paths(from, h)
+			if err := w.openConn(i, index); err != nil {
+				return err
 			}
-			return p
-		}
-		if err := src.Connect(0, fs.srcQP, peerOf(f.Dst, fs.dstQP, f.Src)); err != nil {
-			return fmt.Errorf("sim: flow %d: connect at host %d: %w", f.ID, f.Src, err)
-		}
-		if err := dst.Connect(0, fs.dstQP, peerOf(f.Src, fs.srcQP, f.Dst)); err != nil {
-			return fmt.Errorf("sim: flow %d: connect at host %d: %w", f.ID, f.Dst, err)
+			conns[f.Conn] = [2]uint32{fs.srcQP, fs.dstQP}
 		}
 		msgs := int32((f.Size + maxMessage - 1) / maxMessage)
 		fs.sendLeft, fs.recvLeft = msgs, msgs
-		for range msgs {
-			if err := dst.Receive(fs.dstQP, uint64(i)); err != nil {
-				return fmt.Errorf("sim: flow %d: post receive: %w", f.ID, err)
+		if f.Conn == 0 {
+			for range msgs {
+				if err := w.hosts[f.Dst].nic.Receive(fs.dstQP, uint64(i)); err != nil {
+					return fmt.Errorf("sim: flow %d: post receive: %w", f.ID, err)
+				}
 			}
 		}
 		if f.Trigger != 0 {
@@ -456,12 +460,82 @@ func (w *World) setupFlows() error {
 		s := w.shards[w.hosts[f.Src].shard]
 		s.push(f.Start, evFlowStart, 0, int32(i))
 	}
+	for i, tr := range w.wl.Triggers {
+		if tr.Kind == workload.AtStart {
+			w.trig[i].fired = true
+			s := w.shards[w.hosts[0].shard]
+			s.delayed++
+			s.push(tr.Delay, evTrigger, 0, int32(i))
+		}
+	}
 	// Setting up QPs leaves work queued (nothing to send yet, timers):
 	// arm every host's timer.
 	for h := range w.hosts {
 		w.shards[w.hosts[h].shard].armTimer(int32(h))
 	}
 	return nil
+}
+
+// openConn opens and connects the QP pair of flow i's connection, which
+// the transports know by index.
+func (w *World) openConn(i, index int) error {
+	t, f, fs := w.t, &w.wl.Flows[i], &w.flows[i]
+	pps := t.PathsPerPlane()
+	src, dst := w.hosts[f.Src].nic, w.hosts[f.Dst].nic
+	var err error
+	if fs.srcQP, err = src.Open(0, ConnSpec{Peer: f.Dst, Index: index, PathsPerPlane: pps}); err != nil {
+		return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Src, err)
+	}
+	if fs.dstQP, err = dst.Open(0, ConnSpec{Peer: f.Src, Index: index, PathsPerPlane: pps}); err != nil {
+		return fmt.Errorf("sim: flow %d: open at host %d: %w", f.ID, f.Dst, err)
+	}
+	w.qpFlow[qpKey(int32(f.Src), fs.srcQP)] = int32(i)
+	w.qpFlow[qpKey(int32(f.Dst), fs.dstQP)] = int32(i)
+	srv6 := w.cfg.Transport.Fabric == vswitch.ModeSRv6
+	peerOf := func(h int, qpn uint32, from int) Peer {
+		p := Peer{QPN: qpn, Addrs: make([]netip.Addr, t.Planes)}
+		for pl := range t.Planes {
+			p.Addrs[pl] = t.HostAddr(h, pl)
+		}
+		if srv6 {
+			p.Paths = t.Paths(from, h)
+		}
+		return p
+	}
+	if err := src.Connect(0, fs.srcQP, peerOf(f.Dst, fs.dstQP, f.Src)); err != nil {
+		return fmt.Errorf("sim: flow %d: connect at host %d: %w", f.ID, f.Src, err)
+	}
+	if err := dst.Connect(0, fs.dstQP, peerOf(f.Src, fs.srcQP, f.Dst)); err != nil {
+		return fmt.Errorf("sim: flow %d: connect at host %d: %w", f.ID, f.Dst, err)
+	}
+	return nil
+}
+
+// recvTimes returns when each flow's receiver had every byte, -1 for
+// those that did not.
+func (w *World) recvTimes() []time.Duration {
+	out := make([]time.Duration, len(w.flows))
+	for i, fs := range w.flows {
+		out[i] = -1
+		if fs.recvDone >= 0 {
+			out[i] = fs.recvDone.Duration()
+		}
+	}
+	return out
+}
+
+// TriggerTimes returns when each of the workload's triggers (in the
+// order of Workload.Triggers) first fired, -1 for those that did not:
+// for reading a job's steps out of a run (package sim/job).
+func (w *World) TriggerTimes() []time.Duration {
+	out := make([]time.Duration, len(w.trig))
+	for i, ts := range w.trig {
+		out[i] = -1
+		if ts.firedAt >= 0 {
+			out[i] = ts.firedAt.Duration()
+		}
+	}
+	return out
 }
 
 // ns converts simulated picoseconds to the core's nanoseconds.

@@ -25,7 +25,7 @@ import (
 const simUsage = `[flags] [FILE.yaml]
 
 Runs a scenario once per transport and prints the results side by side.
-With no FILE, --preset or --tm it runs the default scenario. Scenario
+With no FILE, --preset, --tm or --workload it runs the default scenario. Scenario
 files: docs/scenario.md; results: docs/results.md; the CLI: docs/cli.md.`
 
 // runSim is `mrc sim`: scenario parsing, running and reporting live in
@@ -38,7 +38,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	show := fs.Bool("show", false, "print the scenario's YAML (a preset's, or the default) instead of running it")
 	tm := fs.String("tm", "", "run htsim's connection matrix `FILE.cm` (with --topo, or on a generated leaf-spine)")
 	topoFile := fs.String("topo", "", "htsim topology `FILE.topo`, with --tm")
-	planes := fs.Int("planes", 1, "planes of the fabric, with --tm (htsim files describe one plane)")
+	workloadFile := fs.String("workload", "", "run a training workload `FILE`: a SimAI .txt, or Chakra traces (a directory of NAME.RANK.et, their prefix or one of them), one iteration on a generated two-tier Clos of one host per GPU (docs/workloads.md)")
+	gpusPerServer := fs.Int("gpus-per-server", 0, "with --workload: GPUs per server sharing its scale-up domain (default 8; 1 puts every collective on the fabric)")
+	planes := fs.Int("planes", 1, "planes of the fabric, with --tm or --workload (htsim files describe one plane)")
 	seed := fs.Uint64("seed", 0, "random seed (default: the scenario's, 1); a run is a function of the scenario and the seed")
 	transports := fs.String("transports", "", "transports to compare, comma-separated `LIST` (default: the scenario's; built-in: "+strings.Join(builtinTransports(), ",")+"; all: every built-in)")
 	stop := fs.Duration("stop", 0, "stop at this much simulated `TIME` (default: the scenario's duration, 1s)")
@@ -65,13 +67,13 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	set := fs.given()
 
 	if *list {
-		if len(pos) > 0 || *preset != "" || *tm != "" {
+		if len(pos) > 0 || *preset != "" || *tm != "" || *workloadFile != "" {
 			return usagef("--list takes no scenario")
 		}
 		return listPresets(stdout)
 	}
 	sources := 0
-	for _, b := range []bool{len(pos) > 0, *preset != "", *tm != ""} {
+	for _, b := range []bool{len(pos) > 0, *preset != "", *tm != "", *workloadFile != ""} {
 		if b {
 			sources++
 		}
@@ -80,11 +82,15 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 1:
 		return usagef("want one scenario file, got %d arguments (%s)", len(pos), strings.Join(pos, " "))
 	case sources > 1:
-		return usagef("give one scenario: a FILE.yaml, --preset NAME or --tm FILE.cm")
+		return usagef("give one scenario: a FILE.yaml, --preset NAME, --tm FILE.cm or --workload FILE.txt")
 	case *topoFile != "" && *tm == "":
 		return usagef("--topo needs --tm FILE.cm")
-	case set["planes"] && *tm == "":
-		return usagef("--planes is for htsim inputs (--tm); a scenario file sets topology.planes")
+	case set["planes"] && *tm == "" && *workloadFile == "":
+		return usagef("--planes is for htsim inputs (--tm) and SimAI workloads (--workload); a scenario file sets topology.planes")
+	case set["gpus-per-server"] && *workloadFile == "":
+		return usagef("--gpus-per-server is for SimAI workloads (--workload); a scenario file sets workload.gpus_per_server")
+	case *gpusPerServer < 0:
+		return usagef("--gpus-per-server %d: want 1 or more", *gpusPerServer)
 	case *planes < 1:
 		return usagef("--planes %d: want 1 or more", *planes)
 	case *workers < 1:
@@ -108,6 +114,11 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 			return usagef("--show prints a preset, not htsim inputs")
 		}
 		s, err = scenario.FromHtsim(*tm, *topoFile, *planes)
+	case *workloadFile != "":
+		if *show {
+			return usagef("--show prints a preset, not a SimAI workload")
+		}
+		s, err = scenario.FromWorkload(*workloadFile, *planes, *gpusPerServer)
 	default:
 		if *preset != "" {
 			name = *preset

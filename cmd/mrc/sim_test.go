@@ -364,6 +364,8 @@ func TestSimUsageErrors(t *testing.T) {
 	syntax := write("syntax.yaml", "topology: {hosts: 16\nworkload: x\n")
 	empty := write("empty.yaml", "")
 	badCM := write("bad.cm", "Nodes 16\nConnections 2\n0->1 size 100\n2=>3 size 100\n")
+	badSimAI := write("bad.txt", "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 all_gpus: 16\n1\nl -1 5 GATHER 1 1 NONE 0 1 NONE 0 1\n")
+	oddSimAI := write("odd.txt", "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 5 all_gpus: 16\n1\nl -1 5 ALLREDUCE 1 1 NONE 0 1 NONE 0 1\n")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -392,6 +394,10 @@ func TestSimUsageErrors(t *testing.T) {
 		{[]string{"sim", "--tm", badCM, "--planes", "0"}, "--planes 0"},
 		{[]string{"sim", "--topo", "x.topo"}, "--topo needs --tm"},
 		{[]string{"sim", good, "--planes", "2"}, "--planes is for htsim inputs"},
+		{[]string{"sim", "--workload", badSimAI}, badSimAI + `:3: forward: unknown collective "GATHER"`},
+		{[]string{"sim", "--workload", oddSimAI}, oddSimAI + ": model_parallel_NPU_group 5 does not divide the 16 GPUs"},
+		{[]string{"sim", "--workload", filepath.Join(dir, "nope.txt")}, "nope.txt: no such file or directory"},
+		{[]string{"sim", good, "--gpus-per-server", "2"}, "--gpus-per-server is for SimAI workloads"},
 		{[]string{"sim", good, "--json", filepath.Join(dir, "no", "such", "r.json")}, "--json: "},
 		{[]string{"sim", good, "--csv", good}, "--csv: "},
 		{[]string{"sim", good, "--pcap", filepath.Join(dir, "c.pcapng"), "--pcap-filter", "op=bogus"}, "--pcap-filter:"},

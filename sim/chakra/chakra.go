@@ -1,5 +1,5 @@
 // Package chakra reads MLCommons Chakra execution traces: the per-rank
-// `.et` files ASTRA-sim 2 runs (docs/workloads.md#chakra). A file is a
+// `.et` files ASTRA-sim 2 runs (docs/workloads.md#chakra-execution-traces). A file is a
 // stream of protobuf messages, each preceded by its length as a varint:
 // one GlobalMetadata, then the rank's Nodes. Only what a network simulator
 // needs is kept: compute nodes and their durations, collectives (type,

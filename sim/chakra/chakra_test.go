@@ -1,6 +1,7 @@
 package chakra
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -10,10 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmrc/mrc/sim"
+	"github.com/openmrc/mrc/sim/job"
+	"github.com/openmrc/mrc/sim/topo"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The bundled samples: one collective of 1 MiB per rank (testdata/README.md).
+// samples are the traces bundled with mrc (scenario/presets/chakra, whose
+// README says what they are: one collective of 1 MiB per rank).
+var samples = filepath.Join("..", "..", "scenario", "presets", "chakra")
+
+// The bundled samples load, each rank with its one collective.
 func TestLoadSamples(t *testing.T) {
 	for _, c := range []struct {
 		dir   string
@@ -26,7 +34,7 @@ func TestLoadSamples(t *testing.T) {
 		{"all_to_all/8npus_1MB", 8, AllToAll},
 		{"reduce_scatter/8npus_1MB", 8, ReduceScatter},
 	} {
-		traces, err := Load(filepath.Join("testdata", c.dir))
+		traces, err := Load(filepath.Join(samples, c.dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,10 +51,13 @@ func TestLoadSamples(t *testing.T) {
 			}
 		}
 	}
-	// A prefix names the same series as its directory.
-	traces, err := Load(filepath.Join("testdata", "all_reduce", "8npus_1MB", "all_reduce"))
-	if err != nil || len(traces) != 8 {
-		t.Fatalf("by prefix: %d traces, %v", len(traces), err)
+	// A prefix, or any one rank's file, names the same series as its
+	// directory.
+	for _, name := range []string{"all_reduce", "all_reduce.5.et"} {
+		traces, err := Load(filepath.Join(samples, "all_reduce", "8npus_1MB", name))
+		if err != nil || len(traces) != 8 {
+			t.Fatalf("by %s: %d traces, %v", name, len(traces), err)
+		}
 	}
 }
 
@@ -194,7 +205,7 @@ func TestCheckErrors(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
-	sample, err := os.ReadFile(filepath.Join("testdata", "all_reduce", "8npus_1MB", "all_reduce.0.et"))
+	sample, err := os.ReadFile(filepath.Join(samples, "all_reduce", "8npus_1MB", "all_reduce.0.et"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,5 +232,86 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "nothing")); err == nil || !strings.Contains(err.Error(), "no trace files") {
 		t.Errorf("an unknown prefix: %v", err)
+	}
+}
+
+// The samples become one-step jobs whose ranks send over the fabric what
+// NCCL's ring (or all-to-all) moves for the trace's 1 MiB: 2(n−1)/n of it
+// for an all-reduce, (n−1)/n for the others. Each job then runs to its
+// end over MRC on a small two-tier fabric.
+func TestSamplesRunAsJobs(t *testing.T) {
+	const size = 1 << 20
+	for _, c := range []struct {
+		dir    string
+		ranks  int
+		factor float64 // bytes each rank sends, in units of size×(n−1)/n
+	}{
+		{"all_reduce/8npus_1MB", 8, 2},
+		{"all_reduce/16npus_1MB", 16, 2},
+		{"all_gather/8npus_1MB", 8, 1},
+		{"all_to_all/8npus_1MB", 8, 1},
+		{"reduce_scatter/8npus_1MB", 8, 1},
+	} {
+		j, err := LoadJob(filepath.Join(samples, c.dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.GPUsPerServer = 1 // every transfer on the fabric
+		plan, err := job.Compile(*j, c.ranks)
+		if err != nil {
+			t.Fatalf("%s: %v", c.dir, err)
+		}
+		sent := make([]uint64, c.ranks)
+		for _, f := range plan.Workload.Flows {
+			sent[f.Src] += f.Size
+		}
+		want := c.factor * size * float64(c.ranks-1) / float64(c.ranks)
+		for r, b := range sent {
+			if math.Abs(float64(b)-want) > float64(c.ranks) {
+				t.Errorf("%s: rank %d sends %d bytes, want %.0f", c.dir, r, b, want)
+			}
+		}
+		tp, err := topo.Clos2(topo.Clos2Config{Hosts: c.ranks, T0Down: 4, T0Up: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := sim.New(sim.Config{Topology: tp, Workload: plan.Workload, Job: plan, Transport: sim.MRC(), Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := w.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Job == nil || res.Job.StepsDone != 1 || res.FlowsCompleted != len(plan.Workload.Flows) {
+			t.Errorf("%s: %d of %d flows, job %+v", c.dir, res.FlowsCompleted, len(plan.Workload.Flows), res.Job)
+		}
+	}
+}
+
+func TestJobErrors(t *testing.T) {
+	coll := func(c Collective) Node {
+		return Node{ID: 1, Name: "c", Type: CommColl, Coll: c, Bytes: 1, has: hasCommType | hasCommSize}
+	}
+	grouped := coll(AllReduce)
+	grouped.Group = "tp0"
+	partial := coll(AllReduce)
+	partial.InvolvedDim = []bool{true, false}
+	for _, c := range []struct {
+		name string
+		node Node
+		want string
+	}{
+		{"broadcast", coll(Broadcast), "collective BROADCAST is not supported"},
+		{"process group", grouped, `process group "tp0"`},
+		{"part of the topology", partial, "involved_dim"},
+		{"send to itself", Node{ID: 1, Name: "s", Type: CommSend, Dst: 1, Bytes: 1}, "comm_dst 1 is not another rank"},
+		{"receive from outside", Node{ID: 1, Name: "r", Type: CommRecv, Src: 9, Bytes: 1}, "comm_src 9 is not another rank"},
+	} {
+		traces := []*Trace{{Nodes: []Node{coll(AllReduce)}}, {Nodes: []Node{c.node}}}
+		_, err := Job(traces)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "rank 1: node 1") {
+			t.Errorf("%s: %v, want an error naming rank 1, node 1 and %q", c.name, err, c.want)
+		}
 	}
 }

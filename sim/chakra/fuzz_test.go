@@ -10,7 +10,7 @@ import (
 // FuzzParse: any bytes parse to a trace or to an ErrFormat, never a panic,
 // and a parsed trace checks without panicking.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*", "*.0.et"))
+	files, _ := filepath.Glob(filepath.Join(samples, "*", "*", "*.0.et"))
 	for _, name := range files {
 		if b, err := os.ReadFile(name); err == nil {
 			f.Add(b)

@@ -28,6 +28,11 @@ type Flow struct {
 	RecvDoneTrigger int
 	// Tag labels flows for results (e.g. "victim").
 	Tag string
+	// Conn, when not 0, names the connection (QP pair) the flow runs
+	// on: flows with the same Conn share one, opened once when the run
+	// is set up, and must have the same Src and Dst. 0: the flow has a
+	// connection of its own.
+	Conn int
 }
 
 // TriggerKind says when a trigger fires.
@@ -40,6 +45,8 @@ const (
 	Multishot
 	// Barrier fires once Count activations have happened.
 	Barrier
+	// AtStart fires once, at the start of the run (after its Delay).
+	AtStart
 )
 
 func (k TriggerKind) String() string {
@@ -50,15 +57,21 @@ func (k TriggerKind) String() string {
 		return "multishot"
 	case Barrier:
 		return "barrier"
+	case AtStart:
+		return "at_start"
 	}
 	return fmt.Sprintf("TriggerKind(%d)", uint8(k))
 }
 
-// Trigger starts the flows whose Trigger is its ID.
+// Trigger starts the flows whose Trigger is its ID, and activates the
+// triggers in Activates, when it fires: Delay after its condition is met
+// (a compute phase between communications; 0: at once).
 type Trigger struct {
-	ID    int
-	Kind  TriggerKind
-	Count int // Barrier: activations needed
+	ID        int
+	Kind      TriggerKind
+	Count     int // Barrier: activations needed
+	Delay     mtime.Picos
+	Activates []int
 }
 
 // Workload is a set of flows and the triggers that chain them.
@@ -77,13 +90,23 @@ func (w *Workload) Validate(hosts int) error {
 			return fmt.Errorf("workload: trigger %d: id %d, want > 0", i, t.ID)
 		case ids[t.ID]:
 			return fmt.Errorf("workload: trigger id %d defined twice", t.ID)
-		case t.Kind > Barrier:
+		case t.Kind > AtStart:
 			return fmt.Errorf("workload: trigger %d: kind %v", t.ID, t.Kind)
 		case t.Kind == Barrier && t.Count < 1:
 			return fmt.Errorf("workload: barrier trigger %d: count %d, want >= 1", t.ID, t.Count)
+		case t.Delay < 0:
+			return fmt.Errorf("workload: trigger %d: negative delay", t.ID)
 		}
 		ids[t.ID] = true
 	}
+	for _, t := range w.Triggers {
+		for _, a := range t.Activates {
+			if !ids[a] {
+				return fmt.Errorf("workload: trigger %d activates trigger %d, which is not defined", t.ID, a)
+			}
+		}
+	}
+	conns := map[int][2]int{}
 	for i, f := range w.Flows {
 		switch {
 		case f.Src < 0 || f.Src >= hosts || f.Dst < 0 || f.Dst >= hosts:
@@ -94,6 +117,13 @@ func (w *Workload) Validate(hosts int) error {
 			return fmt.Errorf("workload: flow %d: size 0", f.ID)
 		case f.Start < 0:
 			return fmt.Errorf("workload: flow %d: negative start", f.ID)
+		}
+		if f.Conn != 0 {
+			ends, seen := conns[f.Conn]
+			if seen && ends != [2]int{f.Src, f.Dst} {
+				return fmt.Errorf("workload: flow %d (%d->%d) shares connection %d with flows %d->%d", f.ID, f.Src, f.Dst, f.Conn, ends[0], ends[1])
+			}
+			conns[f.Conn] = [2]int{f.Src, f.Dst}
 		}
 		for _, tr := range []int{f.Trigger, f.SendDoneTrigger, f.RecvDoneTrigger} {
 			if tr != 0 && !ids[tr] {
@@ -253,4 +283,15 @@ func RingAllReduce(hosts int, size uint64, chunks int) (*Workload, error) {
 	}
 	w.number()
 	return w, nil
+}
+
+// SharesConnections reports whether any flow names a shared connection
+// (Flow.Conn).
+func (w *Workload) SharesConnections() bool {
+	for _, f := range w.Flows {
+		if f.Conn != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -60,7 +60,11 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 	}))
 	add("its last flow in", jr(func(j *job.Result) string {
 		if s := j.Straggler; s != nil && s.Flow != 0 {
-			return fmt.Sprintf("flow %d, h%d→h%d at %s", s.Flow, s.FlowSrc, s.FlowDst, Duration(s.FlowRecvNs))
+			t := fmt.Sprintf("flow %d, h%d→h%d at %s", s.Flow, s.FlowSrc, s.FlowDst, Duration(s.FlowRecvNs))
+			if len(s.FlowFailures) > 0 {
+				t += ", sent into " + strings.Join(s.FlowFailures, ", ")
+			}
+			return t
 		}
 		return "—"
 	}))

@@ -157,3 +157,36 @@ func TestJobScaleUpAllReduce(t *testing.T) {
 		t.Errorf("collective %+v", c)
 	}
 }
+
+// The straggler view names the failure that held the slowest step's last
+// flow up: with one T1 of every flow's paths silently blackholed from the
+// start (every host on its own T0, so every ring hop crosses the T1s),
+// the last flow's connection sent data into it. Without failures it names
+// none.
+func TestJobStragglerNamesFailure(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 4, T0Down: 1, T0Up: 4})
+	j := ringJob(4, 1<<20, 1)
+	plan, err := job.Compile(j, tp.Hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fail := range []bool{false, true} {
+		c := Config{Topology: tp, Workload: plan.Workload, Job: plan, Transport: MRC(), Seed: 1}
+		if fail {
+			c.Failures = []Failure{{Kind: SwitchBlackhole, Element: "t1-1", At: 0}}
+		}
+		r := run(t, c)
+		checkComplete(t, r, plan.Workload)
+		st := r.Job.Straggler
+		if st == nil || st.Flow == 0 {
+			t.Fatalf("failures %v: no straggler flow: %+v", fail, st)
+		}
+		want := 0
+		if fail {
+			want = 1
+		}
+		if len(st.FlowFailures) != want || fail && st.FlowFailures[0] != "t1-1" {
+			t.Errorf("failures %v: the straggler's flow %d met %v", fail, st.Flow, st.FlowFailures)
+		}
+	}
+}

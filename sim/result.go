@@ -8,6 +8,7 @@ import (
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim/job"
+	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -460,6 +461,31 @@ func (w *World) result(sm *sampler, wall time.Duration) *Result {
 func percentile(sorted []int64, p float64) int64 {
 	i := int(p*float64(len(sorted))+0.999999) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// failuresMet returns the elements of the failures that the connection
+// of the flow with ID id sent data packets into, in the order the
+// failures happened.
+func (w *World) failuresMet(id int) []string {
+	i := slices.IndexFunc(w.wl.Flows, func(f workload.Flow) bool { return f.ID == id })
+	if i < 0 {
+		return nil
+	}
+	conn, ok := w.qpFlow[qpKey(int32(w.wl.Flows[i].Src), w.flows[i].srcQP)]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for f := range w.fails {
+		k := uint64(f)<<32 | uint64(conn)
+		for _, s := range w.shards {
+			if _, ok := s.qpLast[k]; ok {
+				out = append(out, w.fails[f].element)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // failureResults fills r's failures, bypass times and their per-flow

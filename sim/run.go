@@ -109,6 +109,9 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	r.Interrupted = interrupted
 	if w.cfg.Job != nil {
 		r.Job = w.cfg.Job.Report(w.TriggerTimes(), w.recvTimes())
+		if st := r.Job.Straggler; st != nil && st.Flow != 0 {
+			st.FlowFailures = w.failuresMet(st.Flow)
+		}
 	}
 	return r, nil
 }

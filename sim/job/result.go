@@ -75,6 +75,9 @@ type Straggler struct {
 	FlowSrc    int   `json:"flow_src"`
 	FlowDst    int   `json:"flow_dst"`
 	FlowRecvNs int64 `json:"flow_recv_ns"`
+	// FlowFailures names the failed elements that flow's connection sent
+	// data into (filled by the simulator; empty when it met none).
+	FlowFailures []string `json:"flow_failures"`
 }
 
 // BusFactor is NCCL's bus-bandwidth factor of op over n ranks.

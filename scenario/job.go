@@ -239,7 +239,7 @@ func (s *Scenario) chakraJob(key, file string) (job.Job, error) {
 	switch p := s.path(file); {
 	case s.src.fsys != nil && !filepath.IsAbs(file):
 		j, err = chakra.LoadJobFS(s.src.fsys, p, file)
-	case bundled(p, file, "chakra/"):
+	case isBundled(file) && !onDisk(p):
 		j, err = chakra.LoadJobFS(presetFS, path.Join("presets", file), file)
 	default:
 		j, err = chakra.LoadJob(p)
@@ -248,6 +248,12 @@ func (s *Scenario) chakraJob(key, file string) (job.Job, error) {
 		return job.Job{}, &Error{Msg: err.Error()}
 	}
 	return *j, nil
+}
+
+// onDisk reports whether p exists on the file system.
+func onDisk(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func simaiError(err error) error {
@@ -314,6 +320,5 @@ func isChakra(p string) bool {
 	if st, err := os.Stat(p); err == nil {
 		return st.IsDir()
 	}
-	_, err := os.Stat(p + ".0.et")
-	return err == nil
+	return onDisk(p + ".0.et")
 }

@@ -488,9 +488,7 @@ func (s *Scenario) open(name string) (fs.File, string, error) {
 		return f, p, err
 	}
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) && (strings.HasPrefix(name, "htsim/") || strings.HasPrefix(name, "simai/")) {
-		// The htsim and SimAI samples bundled with mrc, as the presets
-		// name them.
+	if errors.Is(err, fs.ErrNotExist) && isBundled(name) {
 		if ef, eerr := presetFS.Open(path.Join("presets", name)); eerr == nil {
 			return ef, name, nil
 		}
@@ -510,18 +508,14 @@ func (s *Scenario) path(name string) string {
 	return name
 }
 
-// bundled reports whether name, under prefix, is one of the samples
-// bundled with mrc and p, where the scenario would find it on disk, does
-// not exist.
-func bundled(p, name, prefix string) bool {
-	if !strings.HasPrefix(name, prefix) {
-		return false
-	}
-	if _, err := os.Stat(p); err == nil {
-		return false
-	}
-	_, err := fs.Stat(presetFS, path.Join("presets", name))
-	return err == nil
+// bundledDirs are the folders of the sample inputs bundled with mrc
+// (htsim's, SimAI's and ASTRA-sim's Chakra traces), as the presets name
+// them: a name under one that is not on disk means the bundled sample.
+var bundledDirs = []string{"htsim/", "simai/", "chakra/"}
+
+// isBundled reports whether name lies under one of bundledDirs.
+func isBundled(name string) bool {
+	return slices.ContainsFunc(bundledDirs, func(d string) bool { return strings.HasPrefix(name, d) })
 }
 
 // File returns the name of the file the scenario was read from ("preset

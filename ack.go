@@ -231,6 +231,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		// header crossed the plane: it is not dead (planeloss.go).
 		s.planeDelivered(q, r.slot, r.sentAt)
 		lastHop := nk.Reason == wire.NackTrimmedLastHop
+		s.trimAt = now
 		if lastHop {
 			q.stats.LastHopNACKs++
 			s.lastHopTrimAt = now

@@ -64,8 +64,18 @@ type Config struct {
 	// LossTimeout is the per-packet timer: a packet neither acknowledged
 	// nor NACKed this long after it was sent is lost, and its EV retired
 	// (default 4 × BaseRTT; the smoothed RTT + 4 × its deviation when that
-	// is larger).
+	// is larger; after a trim, see QueueingBound).
 	LossTimeout time.Duration
+	// QueueingBound is the longest a data packet can wait in the fabric's
+	// queues on its way to the peer. With trimming switches it is the sum
+	// of the trim thresholds along the longest path, each over its port's
+	// rate: a packet that would wait longer is trimmed instead. A packet
+	// sent before a trim NACK arrived has met queues that deep, so its
+	// loss timer is BaseRTT + QueueingBound when that is longer than
+	// LossTimeout (docs/spec-gaps.md row 39). Default 3.5 × BaseRTT: a
+	// two-tier Clos with UET's thresholds, 1 BDP at the T0 uplink and the
+	// T1 downlink and 1.5 BDP at the last hop (digest §3.10).
+	QueueingBound time.Duration
 	// SackEvery is the SACK coalescing threshold, sack_gen_threshold
 	// (default 4 packets).
 	SackEvery int
@@ -103,6 +113,9 @@ func (c Config) withDefaults() Config {
 	if c.LossTimeout == 0 {
 		c.LossTimeout = 4 * c.BaseRTT
 	}
+	if c.QueueingBound == 0 {
+		c.QueueingBound = c.BaseRTT * 7 / 2
+	}
 	if c.SackEvery == 0 {
 		c.SackEvery = 4
 	}
@@ -125,6 +138,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: encapsulation %v", verbs.ErrInvalidAttr, c.Encap)
 	case c.BaseRTT <= 0 || c.LossTimeout <= 0 || c.SackDelay <= 0:
 		return fmt.Errorf("%w: base RTT, loss timeout and SACK delay must be positive", verbs.ErrInvalidAttr)
+	case c.QueueingBound < 0:
+		return fmt.Errorf("%w: queueing bound %v is negative", verbs.ErrInvalidAttr, c.QueueingBound)
 	case c.LinkBitsPerSec <= 0:
 		return fmt.Errorf("%w: link speed %d b/s", verbs.ErrInvalidAttr, c.LinkBitsPerSec)
 	case c.SackEvery < 1 || c.SackEvery > 64:

@@ -49,7 +49,8 @@ const (
 func (s *sender) deadline(q *QP) mtime.Time {
 	t := mtime.Never
 	if s.lossHead != noPSN {
-		t = s.rec(s.lossHead).sentAt.Add(q.lossTimeout())
+		sent := s.rec(s.lossHead).sentAt
+		t = sent.Add(s.lossTimeoutOf(q, sent))
 	}
 	if s.wqeHead != s.wqeTail {
 		t = mtime.Min(t, s.lastProgress.Add(s.retryInterval()))
@@ -63,6 +64,22 @@ func (s *sender) deadline(q *QP) mtime.Time {
 		}
 	}
 	return t
+}
+
+// lossTimeoutOf returns the loss timer of a packet sent at sent: the
+// QP's (lossTimeout), stretched to the base RTT plus the fabric's
+// queueing bound when a trim NACK arrived after the packet left. Trims
+// say the queues on the way were full to their thresholds, so the packet
+// may still be waiting in one; before that bound has passed its silence
+// says nothing of its path (docs/spec-gaps.md row 39). Packets are timed
+// out oldest first, so a younger packet on the short timer waits for an
+// older one on the long.
+func (s *sender) lossTimeoutOf(q *QP, sent mtime.Time) time.Duration {
+	to := q.lossTimeout()
+	if s.trimAt > 0 && s.trimAt >= sent {
+		to = max(to, q.ep.cfg.BaseRTT+q.ep.cfg.QueueingBound)
+	}
+	return to
 }
 
 // retryInterval is the backstop timeout for the current retry: fixed for
@@ -83,11 +100,10 @@ func (s *sender) retryInterval() time.Duration {
 // (an incast's trims compound there). It is resent as a congestion loss,
 // blaming no EV (docs/spec-gaps.md row 38).
 func (s *sender) onTimer(q *QP, now mtime.Time) {
-	to := q.lossTimeout()
 	for s.lossHead != noPSN {
 		p := s.lossHead
 		r := s.rec(p)
-		if r.sentAt.Add(to) > now {
+		if r.sentAt.Add(s.lossTimeoutOf(q, r.sentAt)) > now {
 			break
 		}
 		q.stats.LossTimeouts++

@@ -111,6 +111,10 @@ type sender struct {
 	// none yet; none arrives at time 0): a packet sent at or before it
 	// whose loss timer expires is a congestion loss (onTimer).
 	lastHopTrimAt mtime.Time
+	// trimAt is when the latest trim NACK of either kind arrived (0: none
+	// yet): a packet sent at or before it met deep queues, and its loss
+	// timer stretches to the fabric's queueing bound (lossTimeoutOf).
+	trimAt mtime.Time
 
 	planeLoss []planeStreak // by plane; allocated at the first path retired for loss
 }

@@ -77,6 +77,9 @@ type NICSpec struct {
 	Seed    uint64
 	MTU     int
 	BaseRTT time.Duration
+	// QueueingBound is the longest a data packet can wait in the fabric's
+	// queues (mrc.Config.QueueingBound); 0 where the switches do not trim.
+	QueueingBound time.Duration
 	// PortRate is one port's speed in bits per second.
 	PortRate int64
 	MaxQPs   int
@@ -283,7 +286,7 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		}
 		ep, err := mrc.NewEndpoint(mrc.Config{
 			Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, Encap: encap, BaseRTT: s.BaseRTT,
-			LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs, Tracer: s.Tracer,
+			QueueingBound: s.QueueingBound, LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs, Tracer: s.Tracer,
 		})
 		if err != nil {
 			return nil, err

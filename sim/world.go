@@ -303,7 +303,7 @@ func New(cfg Config) (*World, error) {
 		}
 		spec := NICSpec{
 			Host: h, Ports: ports, Seed: c.Seed*0x100000001b3 + uint64(h), MTU: c.MTU, BaseRTT: w.baseRTT,
-			PortRate: t.HostRate(), MaxQPs: max(qps[h], 1), SRv6: c.Transport.Fabric == vswitch.ModeSRv6,
+			QueueingBound: w.queueingBound(q), PortRate: t.HostRate(), MaxQPs: max(qps[h], 1), SRv6: c.Transport.Fabric == vswitch.ModeSRv6,
 		}
 		if c.Trace != nil {
 			spec.Tracer = &hostTracer{s: w.shards[hostShard(h)], host: int32(h), f: c.TraceFilter}
@@ -325,6 +325,28 @@ func New(cfg Config) (*World, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// queueingBound is the longest a data packet can wait in the queues of
+// the fabric's longest path when its switches trim: each fabric port's
+// trim threshold drained at the slowest fabric link's rate, then the last
+// hop's at the host link's (mrc.Config.QueueingBound). It is 0, the
+// core's default, for fabrics that do not trim.
+func (w *World) queueingBound(q [2]vswitch.QueueConfig) time.Duration {
+	if !q[0].Trim {
+		return 0
+	}
+	t := w.t
+	fabRate := int64(0)
+	for _, l := range t.Links {
+		if int(l.A) >= t.Hosts && int(l.B) >= t.Hosts && (fabRate == 0 || l.Rate < fabRate) {
+			fabRate = l.Rate
+		}
+	}
+	drain := func(bytes int, rate int64) time.Duration {
+		return time.Duration(float64(bytes) * 8 / float64(rate) * float64(time.Second))
+	}
+	return time.Duration(t.Hops()-2)*drain(q[0].TrimAt, fabRate) + drain(q[1].TrimAt, t.HostRate())
 }
 
 // queueConfigs returns the fabric-port and host-port queue configurations.

@@ -395,12 +395,18 @@ func (s *shard) applyAction(ai int32) {
 		si := info.from - hosts
 		vs := w.sws[si].vs
 		vs.SetPortUp(int(info.fromPort), up)
-		if !up {
+		switch {
+		case !up && w.cfg.Transport.Credits:
+			vs.FlushCredits(int(info.fromPort), func(h vswitch.Handle, in, vl, wl int) {
+				s.creditBack(w.swOut(si, in)^1, vl, wl)
+				s.release(uint32(h))
+			})
+		case !up:
 			s.resume = vs.Flush(int(info.fromPort), func(h vswitch.Handle) { s.release(uint32(h)) }, s.resume[:0])
 			for _, in := range s.resume {
 				s.pfc(si, in, xResume)
 			}
-		} else {
+		default:
 			s.swKick(si, int(info.fromPort), dl)
 		}
 	}

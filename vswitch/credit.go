@@ -47,8 +47,12 @@ func (d *DSCP) VL(pkt []byte) int {
 	return VLData
 }
 
-// credits are one egress port's credits, in bytes, per VL.
-type credits [NumVLs]int32
+// credits are one egress port's credits, in bytes, per VL, and whether
+// its data lane has waited for credits since its queue was last empty.
+type credits struct {
+	n       [NumVLs]int32
+	starved bool
+}
 
 // Credits returns the credits port p holds for lane vl: the bytes the far
 // end's buffer has room for. It is 0 for a port whose queue has no
@@ -57,7 +61,7 @@ func (s *Switch) Credits(p, vl int) int {
 	if s.credit == nil {
 		return 0
 	}
-	return int(s.credit[p][vl])
+	return int(s.credit[p].n[vl])
 }
 
 // AddCredits gives port p n more bytes of credit on lane vl: the far end
@@ -65,7 +69,7 @@ func (s *Switch) Credits(p, vl int) int {
 // Backlog, as a packet may now be sendable.
 func (s *Switch) AddCredits(p, vl, n int) {
 	if s.credit != nil {
-		s.credit[p][vl] += int32(n)
+		s.credit[p].n[vl] += int32(n)
 	}
 }
 
@@ -80,7 +84,7 @@ func (s *Switch) initCredits(p int) {
 		s.credit = make([]credits, len(s.ports))
 	}
 	for vl := range NumVLs {
-		s.credit[p][vl] = int32(q.Credits)
+		s.credit[p].n[vl] = int32(q.Credits)
 	}
 }
 
@@ -95,16 +99,17 @@ func (s *Switch) canSend(p, vl int, r *ring) bool {
 	if r.n == 0 {
 		return false
 	}
-	return !s.creditMode(p) || int(s.credit[p][vl]) >= CreditBytes(int(r.buf[r.head].wl))
+	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(r.buf[r.head].wl))
 }
 
 // victim reports whether port p is a victim of congestion rather than its
-// root: its data queue is stalled for lack of credits, so what fills it
-// is congestion downstream (IBTA Vol. 1 Annex A10: a switch marks FECN at
-// the root of congestion, not at its victims unless told to).
+// root: its data lane has had to wait for credits since its queue was
+// last empty, so what fills it is congestion further on (IBTA Vol. 1
+// Annex A10: a switch marks FECN at the root of congestion, not at its
+// victims unless told to). A root, whose far end drains as fast as the
+// port sends, never waits with the buffers a link's credit loop needs.
 func (s *Switch) victim(p int) bool {
-	pt := &s.ports[p]
-	return s.creditMode(p) && pt.data.n > 0 && !s.canSend(p, VLData, &pt.data)
+	return s.creditMode(p) && s.credit[p].starved
 }
 
 // dequeueCredit is Dequeue for a switch with credit-limited ports: the
@@ -123,10 +128,16 @@ func (s *Switch) dequeueCredit(now mtime.Picos, p int) (Dequeued, bool) {
 		pt.dataBytes -= int(e.wl)
 		vl = VLData
 	default:
+		if s.creditMode(p) && pt.data.n > 0 && !pt.paused {
+			s.credit[p].starved = true
+		}
 		return Dequeued{Resume: -1, In: -1}, false
 	}
 	if s.creditMode(p) {
-		s.credit[p][vl] -= int32(CreditBytes(int(e.wl)))
+		s.credit[p].n[vl] -= int32(CreditBytes(int(e.wl)))
+		if pt.data.n == 0 {
+			s.credit[p].starved = false
+		}
 	}
 	s.Counters.Sent++
 	s.Counters.SentBytes += uint64(e.wl)
@@ -149,4 +160,7 @@ func (s *Switch) FlushCredits(p int, free func(h Handle, in, vl, wireLen int)) {
 		}
 	}
 	pt.dataBytes, pt.hdrBytes = 0, 0
+	if s.credit != nil {
+		s.credit[p].starved = false
+	}
 }

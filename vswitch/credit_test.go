@@ -83,8 +83,9 @@ func TestCreditLanes(t *testing.T) {
 
 // TestFECNAtRootOnly: with single-threshold marking under credits, a port
 // whose queue grows because it sends as fast as its link allows (the
-// root of congestion) marks; a port stalled for lack of credits (a
-// victim of congestion further on) does not, unless MarkVictims.
+// root of congestion) marks; a port that has waited for credits (a
+// victim of congestion further on) does not, unless MarkVictims, even
+// once a credit has come back, until its queue has been empty.
 func TestFECNAtRootOnly(t *testing.T) {
 	_, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 	for _, tc := range []struct {
@@ -97,16 +98,30 @@ func TestFECNAtRootOnly(t *testing.T) {
 		{"victim", CreditBytes(wl), false, false},
 		{"victim marked", CreditBytes(wl), true, true},
 	} {
-		s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Credits: tc.credits, ECNK: 3 * wl, MarkVictims: tc.markVictims}})
+		s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Credits: tc.credits, ECNK: 2 * wl, MarkVictims: tc.markVictims}})
 		for i := range 5 {
 			pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 			s.Enqueue(0, 1, 0, Handle(i), pkt, wl)
 		}
 		s.Dequeue(0, 1) // the victim spends its only credit here
+		s.Dequeue(0, 1) // and waits
+		s.AddCredits(1, VLData, CreditBytes(wl))
 		pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
 		v := s.Enqueue(0, 1, 0, 9, pkt, wl)
 		if v.Marked != tc.wantMarkAfter {
 			t.Errorf("%s: marked %v, want %v", tc.name, v.Marked, tc.wantMarkAfter)
+		}
+		// Drained, the port is no one's victim.
+		for {
+			if _, ok := s.Dequeue(0, 1); !ok {
+				s.AddCredits(1, VLData, 1<<20)
+				if _, ok := s.Dequeue(0, 1); !ok {
+					break
+				}
+			}
+		}
+		if s.victim(1) {
+			t.Errorf("%s: a port with an empty queue is a victim", tc.name)
 		}
 	}
 }

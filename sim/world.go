@@ -35,7 +35,7 @@ type World struct {
 	// (host·Planes + port)·NumVLs + lane, under credit flow control
 	// (credit.go); nil otherwise.
 	hostCredit []int32
-	flows []flowState
+	flows      []flowState
 	// qpFlow maps both QPs of each flow (qpKey(host, qpn)) to the flow.
 	qpFlow map[uint64]int32
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/openmrc/mrc/ib"
 	"github.com/openmrc/mrc/sim/topo"
@@ -192,5 +193,74 @@ func TestIBCongestionSpreading(t *testing.T) {
 	}
 	if rates["FECN/BECN"] < 2*rates["no CC"] || rates["FECN/BECN"] < fair/2 {
 		t.Errorf("with FECN/BECN the victim gets %.1f Gb/s, want at least twice %.1f and half its fair %.0f", rates["FECN/BECN"], rates["no CC"], fair)
+	}
+}
+
+// TestIBFailover: a T1 fails. Adaptive routing never again sends into
+// its dead ports, so each QP loses only what was in flight and resends it
+// after one local ACK timeout: everything completes before the fabric
+// would reroute (SHIELD's notification or routing's reconvergence). The
+// static forwarding tables keep sending into the dead switch until the
+// subnet manager's routes reconverge, and the QPs' timers retry into it
+// until then.
+func TestIBFailover(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, T0Down: 4, T0Up: 4})
+	wl := smallPerm(t, 16, 4<<20)
+	const at, reconv = 20 * time.Microsecond, 4 * time.Millisecond
+	cfg := ib.Config{TimeoutExp: 8} // 1.05 ms
+	for _, tr := range []Transport{IB("ib", vswitch.ModeDest, cfg), IB("ib-ar", vswitch.ModeAdaptive, cfg)} {
+		r := run(t, Config{Topology: tp, Workload: wl, Transport: tr, Seed: 8, Reconvergence: reconv, LocalRepair: reconv,
+			Failures: []Failure{{Kind: SwitchDown, Element: "t1-1", At: at}}})
+		checkComplete(t, r, wl)
+		f := r.Failures[0]
+		t.Logf("%s: completion %d ns, bypass %d ns, %d data packets lost, %d retransmits", tr.Name, r.CompletionNs, f.BypassNs, f.DataPackets, r.Retransmits)
+		if f.DataPackets == 0 {
+			t.Fatalf("%s: no traffic crossed the failed switch", tr.Name)
+		}
+		switch tr.Name {
+		case "ib":
+			if r.CompletionNs < reconv.Nanoseconds() || f.BypassNs < time.Millisecond.Nanoseconds() {
+				t.Errorf("static: completion %d ns, bypass %d ns; want both past the first timeout, completion past the %v reconvergence", r.CompletionNs, f.BypassNs, reconv)
+			}
+		case "ib-ar":
+			// What was on the wire when it failed lands up to a link
+			// delay (1 µs) and a packet later.
+			if r.CompletionNs >= DefaultReroute.Nanoseconds() || f.BypassNs > 2*time.Microsecond.Nanoseconds() {
+				t.Errorf("adaptive: completion %d ns, bypass %d ns; want completion before any rerouting (%v) and nothing sent into the dead switch after it failed", r.CompletionNs, f.BypassNs, DefaultReroute)
+			}
+		}
+	}
+}
+
+// TestIBDeterminism: the IB transports, with and without CCA, deliver
+// every byte of a permutation plus an all-to-all over a multi-plane
+// fabric, partitioned (credits cross partitions as messages), and a run
+// is a function of the scenario and seed whatever the number of workers.
+func TestIBDeterminism(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 2, T0Down: 8, T0Up: 4})
+	perm := smallPerm(t, 32, 512<<10)
+	a2a, err := workload.AllToAll(32, 16<<10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := &workload.Workload{Name: "mix", Flows: append(append([]workload.Flow(nil), perm.Flows...), a2a.Flows...)}
+	for i := range wl.Flows {
+		wl.Flows[i].ID = i + 1
+	}
+	for _, tr := range []Transport{ibTransport(t, "ib"), ibTransport(t, "ib-ar"), IB("ib-ar-cca", vswitch.ModeAdaptive, ib.Config{CC: ib.CCCCA})} {
+		cfg := Config{Topology: tp, Workload: wl, Transport: tr, Seed: 9, HostGroups: 3, Workers: 1}
+		r := run(t, cfg)
+		checkComplete(t, r, wl)
+		if dropped(r) != 0 || r.Retransmits != 0 {
+			t.Errorf("%s: %d drops, %d retransmits", tr.Name, dropped(r), r.Retransmits)
+		}
+		a := stripWall(t, r)
+		cfg.Workers = 2
+		if b := stripWall(t, run(t, cfg)); a != b {
+			t.Errorf("%s: 1 and 2 workers give different results", tr.Name)
+		}
+		if b := stripWall(t, run(t, cfg)); a != b {
+			t.Errorf("%s: same seed, different results", tr.Name)
+		}
 	}
 }

@@ -365,8 +365,13 @@ func (w *World) queueConfigs() [2]vswitch.QueueConfig {
 		fab.ECNK = q.ECNK
 	}
 	if c.Transport.Credits {
-		// InfiniBand: no drops, no RED; FECN at one threshold with CCA.
+		// InfiniBand: no drops, no RED; FECN at one threshold with CCA,
+		// by default below half a link's buffer, since a port fed by
+		// one link never holds more than that link's buffer.
 		fab.Credits, fab.ECNMin, fab.ECNMax = w.creditBuffer(), 0, 0
+		if c.Queue.ECNK == 0 {
+			fab.ECNK = min(fab.ECNK, fab.Credits/2)
+		}
 		if ib := c.Transport.IB; ib != nil && ib.CCA.Threshold > 0 && c.Transport.ECNK {
 			fab.ECNK = ib.CCA.Threshold
 		}

@@ -29,7 +29,7 @@ const (
 )
 
 // CreditBlock is the unit of IB flow-control credits: 64 bytes (IBTA
-// Vol. 1 §7.9.4). A packet takes its length rounded up to whole blocks.
+// Vol. 1 §7.9). A packet takes its length rounded up to whole blocks.
 const CreditBlock = 64
 
 // CreditBytes returns the credits a packet of wireLen bytes takes.

@@ -9,7 +9,9 @@ import (
 	"github.com/openmrc/mrc/verbs"
 )
 
-func hostAddr(h int) netip.Addr { return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(h + 1)}) }
+func hostAddr(h int) netip.Addr {
+	return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(h + 1)})
+}
 
 // loop is the steady-state transfer loop: the requester builds a data
 // packet, the responder takes it and (every AckEvery packets, or at once

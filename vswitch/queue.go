@@ -284,7 +284,8 @@ func (s *Switch) reject(pt *port, v Verdict, c DropCause) Verdict {
 
 // Dequeue takes the next packet to send from port p at now: the header
 // queue first (strict priority), then the data queue unless the port is
-// paused. ok is false when there is none.
+// paused; on a credit-limited port, each only when the far end has
+// credits for its head (credit.go). ok is false when there is none.
 func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 	if s.credit != nil {
 		return s.dequeueCredit(now, p)

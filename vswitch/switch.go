@@ -136,9 +136,10 @@ type QueueConfig struct {
 	// largest packet. 0 turns it off.
 	Credits int
 	// MarkVictims lets single-threshold marking (ECNK) mark at a port
-	// that is stalled for lack of credits, a victim of congestion
-	// further on; by default only the root of congestion marks (IB's
-	// FECN, IBTA Vol. 1 Annex A10, Victim_Mask clear).
+	// that has waited for credits since its queue was last empty, a
+	// victim of congestion further on; by default only the root of
+	// congestion marks (IB's FECN, IBTA Vol. 1 Annex A10, Victim_Mask
+	// clear).
 	MarkVictims bool
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,5 +274,16 @@ func TestIBDeterminism(t *testing.T) {
 		if b := stripWall(t, run(t, cfg)); a != b {
 			t.Errorf("%s: same seed, different results", tr.Name)
 		}
+	}
+}
+
+// TestIBBufferTooSmall: a credit buffer that cannot hold the largest
+// packet would stop every link; it is an error, not a hang.
+func TestIBBufferTooSmall(t *testing.T) {
+	tr := ibTransport(t, "ib")
+	tr.CreditBuffer = 1024
+	_, err := New(Config{Topology: clos2(t, topo.Clos2Config{Hosts: 8, T0Down: 4, T0Up: 2}), Workload: smallPerm(t, 8, 1<<16), Transport: tr})
+	if err == nil || !strings.Contains(err.Error(), "holds no packet") {
+		t.Fatalf("error %v", err)
 	}
 }

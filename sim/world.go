@@ -266,6 +266,9 @@ func New(cfg Config) (*World, error) {
 
 	// Switches.
 	q := w.queueConfigs()
+	if c.Transport.Credits && q[0].Credits < w.maxCredit() {
+		return nil, fmt.Errorf("sim: transport %q: a credit buffer of %d bytes holds no packet of MTU %d", c.Transport.Name, q[0].Credits, c.MTU)
+	}
 	w.sws = make([]swState, len(t.Switches))
 	for i := range t.Switches {
 		sw := &t.Switches[i]

@@ -399,13 +399,18 @@ func roceFactory(s NICSpec) (NIC, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newRoceNIC(ep, len(s.Ports))
+}
+
+// newRoceNIC wraps ep, whose ports are the planes, for the simulator.
+func newRoceNIC(ep *roce.Endpoint, planes int) (*roceNIC, error) {
 	mem, err := ep.RegisterPhantom(phantomLen)
 	if err != nil {
 		return nil, err
 	}
 	received := func(q *roce.QP) uint64 { return q.Stats().PayloadReceived }
 	return &roceNIC{Endpoint: ep, phantomFlows: phantomFlows[*roce.QP]{mem, ep.QP, received},
-		planes: len(s.Ports), port: map[uint32]int{}}, nil
+		planes: planes, port: map[uint32]int{}}, nil
 }
 
 func (n *roceNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
@@ -436,48 +441,34 @@ func roceStats(s roce.Stats) TransportStats {
 
 // ---- InfiniBand -------------------------------------------------------------
 
+// ibNIC is a RoCE NIC whose QPs the HCA connects the IB way.
 type ibNIC struct {
-	*ib.Endpoint
-	phantomFlows[*roce.QP]
-	planes int
-	port   map[uint32]int // QP → its plane
+	*roceNIC
+	hca *ib.Endpoint
 }
 
-var _ NIC = (*ibNIC)(nil)
+var _ NIC = ibNIC{}
 
 func ibFactory(cfg ib.Config) func(NICSpec) (NIC, error) {
 	return func(s NICSpec) (NIC, error) {
 		c := cfg
 		c.Ports, c.Seed, c.MTU, c.LinkBitsPerSec, c.SkipICRC, c.MaxQPs, c.Tracer = s.Ports, s.Seed, s.MTU, s.PortRate, true, s.MaxQPs, s.Tracer
-		ep, err := ib.NewEndpoint(c)
+		hca, err := ib.NewEndpoint(c)
 		if err != nil {
 			return nil, err
 		}
-		mem, err := ep.RegisterPhantom(phantomLen)
+		n, err := newRoceNIC(hca.Endpoint, len(s.Ports))
 		if err != nil {
 			return nil, err
 		}
-		received := func(q *roce.QP) uint64 { return q.Stats().PayloadReceived }
-		return &ibNIC{Endpoint: ep, phantomFlows: phantomFlows[*roce.QP]{mem, ep.QP, received},
-			planes: len(s.Ports), port: map[uint32]int{}}, nil
+		return ibNIC{n, hca}, nil
 	}
 }
 
-func (n *ibNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
-	q, err := n.CreateQP()
-	if err != nil {
-		return 0, err
-	}
-	n.port[q.QPN()] = spec.Index % n.planes
-	return q.QPN(), nil
-}
-
-func (n *ibNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
+func (n ibNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
 	port := n.port[qpn]
-	return n.Endpoint.Connect(now, n.QP(qpn), port, p.Addrs[port], p.QPN)
+	return n.hca.Connect(now, n.QP(qpn), port, p.Addrs[port], p.QPN)
 }
-
-func (n *ibNIC) Stats() TransportStats { return roceStats(n.Endpoint.Stats()) }
 
 // ---- TCP ------------------------------------------------------------------
 

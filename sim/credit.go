@@ -14,6 +14,7 @@ package sim
 // delay later, by event, or by message across partitions.
 
 import (
+	"math"
 	"net/netip"
 
 	"github.com/openmrc/mrc/vswitch"
@@ -34,7 +35,7 @@ func (w *World) creditBuffer() int {
 	for i := range w.lk {
 		delay, rate = max(delay, w.lk[i].delay), max(rate, w.lk[i].rate)
 	}
-	loop := int((int64(2*delay)*rate/8 + 1e12 - 1) / 1e12)
+	loop := int(math.Ceil(float64(2*delay) * float64(rate) / 8e12)) // bytes; ps × b/s would overflow int64
 	return vswitch.CreditBytes(loop) + 3*w.maxCredit()
 }
 

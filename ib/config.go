@@ -85,7 +85,8 @@ type CCAConfig struct {
 	// Threshold is the bytes queued at a switch port above which it marks
 	// FECN on the packets it takes while it is the root of congestion
 	// (IBTA's 4-bit Threshold, here in bytes). 0 lets the fabric choose
-	// (package sim: the same K as DCTCP's, max(BDP/7, 2 packets)).
+	// (package sim: the same K as DCTCP's, max(BDP/7, 2 packets), at
+	// most half a link's buffer).
 	Threshold int
 	// CCTIIncrease is added to a QP's CCT index per BECN (default 1).
 	CCTIIncrease int

@@ -21,12 +21,12 @@ import (
 // parts (every folder directly under internal/ but the helper folders), the
 // wire format, the shared verbs vocabulary, congestion control,
 // the nanosecond clock type and the virtual switch; and the sans-IO TCP
-// baseline. They and every module package they import, directly or not,
+// and InfiniBand baselines (ib pulls in roce). They and every module package they import, directly or not,
 // must stay pure.
 var purePackages = []string{
 	".", "./internal/evset", "./internal/rxwin", "./internal/psn", "./internal/timerq",
 	"./internal/memreg", "./internal/qptable", "./internal/fifo", "./internal/xrand",
-	"./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp",
+	"./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp", "./ib",
 }
 
 // helperFolders hold the packages under internal/ that are not core parts:

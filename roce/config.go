@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/verbs"
 )
@@ -22,6 +23,12 @@ const (
 	// lets them and no CNPs are sent. CNPs received are counted and
 	// ignored.
 	CCNone
+	// CCBECN is InfiniBand's notification (IBTA Vol. 1 Annex A10): the
+	// responder answers every CE-marked (FECN) data packet with an
+	// immediate ACK that carries the BTH's BECN bit, and each QP's
+	// reaction point, built by Config.NewReaction, paces its data and
+	// reacts to the BECNs (package ib's CCA).
+	CCBECN
 )
 
 func (m CCMode) String() string {
@@ -30,6 +37,8 @@ func (m CCMode) String() string {
 		return "dcqcn"
 	case CCNone:
 		return "none"
+	case CCBECN:
+		return "becn"
 	}
 	return fmt.Sprintf("CCMode(%d)", uint8(m))
 }
@@ -61,6 +70,9 @@ type Config struct {
 	// DCQCN holds the DCQCN parameters; zero fields take those of
 	// DCQCNPaper.
 	DCQCN DCQCNConfig
+	// NewReaction builds the reaction point of each QP under CCBECN, at
+	// the QP's Connect (required with CCBECN, unused otherwise).
+	NewReaction func(now mtime.Time) Reaction
 	// AckEvery makes the responder acknowledge at least every AckEvery
 	// accepted packets, besides every packet that asks for an ACK
 	// (default 16).
@@ -111,8 +123,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: link speed %d b/s", verbs.ErrInvalidAttr, c.LinkBitsPerSec)
 	case c.DSCP > 63 || c.CNPDSCP > 63:
 		return fmt.Errorf("%w: DSCP %d/%d, want 0..63", verbs.ErrInvalidAttr, c.DSCP, c.CNPDSCP)
-	case c.CC > CCNone:
+	case c.CC > CCBECN:
 		return fmt.Errorf("%w: congestion control %v", verbs.ErrInvalidAttr, c.CC)
+	case c.CC == CCBECN && c.NewReaction == nil:
+		return fmt.Errorf("%w: congestion control %v without a reaction point", verbs.ErrInvalidAttr, c.CC)
 	case c.AckEvery < 1 || c.AckEvery > 1<<16:
 		return fmt.Errorf("%w: AckEvery %d", verbs.ErrInvalidAttr, c.AckEvery)
 	case c.MaxQPs < 1 || c.MaxQPs > 1<<20:
@@ -303,6 +317,15 @@ type ConnectAttr struct {
 	MaxOutstanding int
 	// SQDepth bounds the posted, uncompleted WRITEs (default 1024).
 	SQDepth int
+	// ReorderWindow lets the responder accept data packets up to this
+	// many PSNs ahead of the one it expects and take them in PSN order
+	// once the gap fills, instead of dropping them with a sequence-error
+	// NAK: the out-of-order reception an RC QP needs under per-packet
+	// adaptive routing (NVIDIA's out-of-order data placement). Such a QP
+	// also ignores ACKs that arrive after later ones (counted in
+	// StaleACKs, not as drops). 0, the default, is IBTA's in-order
+	// responder; at most 1<<16.
+	ReorderWindow int
 }
 
 // maxOutstanding is the spec's bound on unacknowledged PSNs: half the
@@ -358,6 +381,8 @@ func (a *ConnectAttr) validate(ports int) error {
 		return bad("max outstanding %d, want 1..%d", a.MaxOutstanding, maxOutstanding)
 	case a.SQDepth < 1 || a.SQDepth > 1<<16:
 		return bad("send queue depth %d", a.SQDepth)
+	case a.ReorderWindow < 0 || a.ReorderWindow > 1<<16:
+		return bad("reorder window %d, want 0..%d", a.ReorderWindow, 1<<16)
 	}
 	return nil
 }

@@ -46,7 +46,12 @@
 // ERROR with mrc.ErrNoPath); RNR NAKs for WRITE_IMMs that find no posted
 // receive; DCQCN congestion control (notification point: CNPs at most
 // once per interval per QP; reaction point: DCQCN) with a per-QP rate
-// pacer, or none. Data packets are ECN-capable. Lossless operation (PFC)
+// pacer, or none, or InfiniBand's notification (CCBECN: an ACK with the
+// BECN bit for every CE-marked packet) with a reaction point supplied by
+// the host (package ib's CCA). A QP may accept packets ahead of the
+// expected PSN and take them in order once the gap fills
+// (ConnectAttr.ReorderWindow), as RC needs under per-packet adaptive
+// routing. Data packets are ECN-capable. Lossless operation (PFC)
 // is the fabric's business: the transport behaves correctly with and
 // without drops. docs/roce.md lists the parameter defaults with their
 // sources and the differences from real NICs.

@@ -56,6 +56,7 @@ type QP struct {
 	cc  bool  // DCQCN on: rp and the pacer apply
 	rp  DCQCN // the reaction point
 	pc  pacer
+	ext Reaction // CCBECN's reaction point, or nil
 
 	tracedRate int64 // the last DCQCN rate traced
 }
@@ -125,11 +126,14 @@ func (q *QP) Connect(now mtime.Time, a ConnectAttr) error {
 		q.flow = 1 + uint32(h>>32)%wire.FlowLabelMask
 	}
 	q.req.init(now, a)
-	q.rsp.init(psn.PSN(a.RecvPSN), uint8(a.MinRNRTimer))
+	q.rsp.init(psn.PSN(a.RecvPSN), uint8(a.MinRNRTimer), a.ReorderWindow)
 	q.cc = e.cfg.CC == CCDCQCN
 	if q.cc {
 		q.rp.init(e.cfg.DCQCN, e.cfg.LinkBitsPerSec, now)
 		q.tracedRate = e.cfg.LinkBitsPerSec
+	}
+	if e.cfg.CC == CCBECN {
+		q.ext = e.cfg.NewReaction(now)
 	}
 	q.setState(now, verbs.StateRTS)
 	return nil
@@ -226,6 +230,9 @@ func (q *QP) dataAllowedAt(now mtime.Time) mtime.Time {
 			t = max(t, q.pc.next(rate))
 		}
 	}
+	if q.ext != nil {
+		t = max(t, q.ext.SendAt(now))
+	}
 	return t
 }
 
@@ -242,6 +249,9 @@ func (q *QP) deadline(now mtime.Time) mtime.Time {
 			d = min(d, t)
 			if q.cc && t > q.req.holdUntil {
 				d = min(d, q.rp.NextIncrease())
+			}
+			if q.ext != nil && t > q.req.holdUntil {
+				d = min(d, q.ext.NextChange(now))
 			}
 		}
 	}
@@ -289,6 +299,9 @@ func (q *QP) handle(now mtime.Time, p *Packet, phantom bool) {
 	case op.IsData():
 		q.rsp.recvData(q, now, p, phantom)
 	case op == OpAck:
+		if p.BTH.Resv8a&becn != 0 {
+			q.onBECN(now)
+		}
 		q.req.onAETH(q, now, psn.PSN(p.BTH.PSN), p.AETH.Syndrome)
 	case op == OpCNP:
 		q.onCNP(now)
@@ -306,6 +319,15 @@ func (q *QP) onCNP(now mtime.Time) {
 		q.stats.RateCuts++
 	}
 	q.traceRate(now)
+}
+
+// onBECN is CCBECN's reaction point input: an ACK with the BECN bit.
+func (q *QP) onBECN(now mtime.Time) {
+	q.stats.BECNsReceived++
+	q.stats.ECNEchoes++
+	if q.ext != nil && q.ext.OnBECN(now) {
+		q.stats.RateCuts++
+	}
 }
 
 // address fills the IP and UDP headers of pk for a packet of q: every

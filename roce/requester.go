@@ -189,6 +189,9 @@ func (s *requester) sendData(q *QP, now mtime.Time, buf []byte) verbs.Transmit {
 		q.rp.OnSent(now, wl)
 		q.traceRate(now)
 	}
+	if q.ext != nil {
+		q.ext.OnSent(now, wl)
+	}
 	return verbs.Transmit{Port: q.port, Len: n, WireLen: wl, QPN: q.qpn, Kind: kind}.Addressed(pk.IP.Dst, &pk.IP, &pk.UDP)
 }
 
@@ -201,7 +204,7 @@ func (s *requester) onAETH(q *QP, now mtime.Time, p psn.PSN, syn uint8) {
 	case kind == synKindACK:
 		// An ACK acknowledges every PSN up to and including p.
 		if d := p.Sub(s.una); d < -1 || d >= s.maxSent.Sub(s.una) {
-			e.drop(now, &q.stats, q.qpn, verbs.DropStale)
+			s.stale(q, now, d < -1)
 			return
 		}
 		q.stats.SACKsReceived++
@@ -210,7 +213,7 @@ func (s *requester) onAETH(q *QP, now mtime.Time, p psn.PSN, syn uint8) {
 		// A NAK names the PSN the responder expects, a sent one, and
 		// acknowledges everything before it.
 		if d := p.Sub(s.una); d < 0 || d >= s.maxSent.Sub(s.una) {
-			e.drop(now, &q.stats, q.qpn, verbs.DropStale)
+			s.stale(q, now, d < 0)
 			return
 		}
 		q.stats.NACKsReceived++
@@ -241,6 +244,17 @@ func (s *requester) onAETH(q *QP, now mtime.Time, p psn.PSN, syn uint8) {
 			q.fail(now, ErrRemoteInvalid)
 		}
 	}
+}
+
+// stale discards an ACK or NAK about PSNs not outstanding: a drop, but
+// for one about PSNs already acknowledged (old) on a QP that expects
+// reordering, which later ones overtook on another path.
+func (s *requester) stale(q *QP, now mtime.Time, old bool) {
+	if old && q.rsp.window > 0 {
+		q.stats.StaleACKs++
+		return
+	}
+	q.ep.drop(now, &q.stats, q.qpn, verbs.DropStale)
 }
 
 // ackThrough acknowledges every PSN before end, completing WRITEs, and

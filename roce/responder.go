@@ -35,22 +35,45 @@ type responder struct {
 	// gap.
 	nakSent bool
 
-	cnpPending bool
-	cnpSent    bool // a CNP has been sent, at cnpAt
-	cnpAt      mtime.Time
-	rnrCode    uint8 // the RNR timer code this responder advertises
+	cnpPending  bool
+	cnpSent     bool // a CNP has been sent, at cnpAt
+	cnpAt       mtime.Time
+	becnPending bool  // CCBECN: the next ACK carries BECN
+	rnrCode     uint8 // the RNR timer code this responder advertises
 
 	recvs    []uint64 // posted receives, oldest first
 	recvHead int
+
+	// Out-of-order reception (ConnectAttr.ReorderWindow): packets
+	// accepted ahead of epsn wait in ahead, a ring indexed by PSN that
+	// grows by doubling up to the window.
+	window int
+	ahead  []held
 }
 
-func (r *responder) init(start psn.PSN, rnrCode uint8) {
-	*r = responder{epsn: start, rnrCode: rnrCode, recvs: r.recvs, recvHead: r.recvHead}
+// held is a data packet accepted ahead of the expected PSN, kept until
+// the gap before it fills.
+type held struct {
+	psn     psn.PSN
+	has     bool
+	phantom bool
+	ackReq  bool
+	op      Opcode
+	size    int // payload length
+	reth    wire.RETH
+	imm     wire.ImmDt
+	payload []byte // a copy of the payload, for real memory
+}
+
+func (r *responder) init(start psn.PSN, rnrCode uint8, window int) {
+	*r = responder{epsn: start, rnrCode: rnrCode, recvs: r.recvs, recvHead: r.recvHead, window: window}
 }
 
 func (r *responder) hasCtrl() bool { return r.cnpPending || r.nakPending || r.ackPending }
 
-func (r *responder) clearCtrl() { r.cnpPending, r.nakPending, r.ackPending = false, false, false }
+func (r *responder) clearCtrl() {
+	r.cnpPending, r.nakPending, r.ackPending, r.becnPending = false, false, false, false
+}
 
 // nak queues a NAK of the expected PSN with syndrome syn.
 func (r *responder) nak(syn uint8) {
@@ -61,15 +84,20 @@ func (r *responder) nak(syn uint8) {
 func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	e := q.ep
 	if p.IP.ECN() == wire.CE {
-		// Notification point: a CNP at once, unless one went out within
-		// the CNP interval (DCQCN §3.1).
 		q.stats.CEReceived++
-		if q.cc {
+		switch {
+		case q.cc:
+			// Notification point: a CNP at once, unless one went out
+			// within the CNP interval (DCQCN §3.1).
 			if !r.cnpSent || now.Sub(r.cnpAt) >= e.cfg.DCQCN.CNPInterval {
 				r.cnpPending, r.cnpSent, r.cnpAt = true, true, now
 			} else {
 				q.stats.CNPsSuppressed++
 			}
+		case q.ext != nil:
+			// IB: a FECN is answered at once by an ACK carrying BECN
+			// (IBTA Vol. 1 Annex A10).
+			r.becnPending, r.ackPending = true, true
 		}
 	}
 	n := psn.PSN(p.BTH.PSN)
@@ -80,6 +108,9 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 		q.stats.Duplicates++
 		r.ackPending = true
 		return
+	case d > 0 && d < r.window:
+		r.hold(q, n, d, p, phantom)
+		return
 	case d > 0:
 		// Out of sequence: drop, and NAK the first of a gap only.
 		q.stats.OutOfSequence++
@@ -89,9 +120,68 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 		}
 		return
 	}
+	if r.accept(q, now, p, phantom) && r.window > 0 {
+		r.drain(q, now)
+	}
+}
 
-	// The expected PSN: check the opcode sequence and the lengths
-	// (IBTA Vol. 1 §9.7.5.1.2–3).
+// hold keeps data packet p, PSN n, d ahead of the expected PSN, until
+// the gap before it fills (out-of-order reception). A packet already
+// held is a duplicate.
+func (r *responder) hold(q *QP, n psn.PSN, d int, p *Packet, phantom bool) {
+	if d >= len(r.ahead) {
+		r.grow(d)
+	}
+	h := &r.ahead[uint32(n)&uint32(len(r.ahead)-1)]
+	if h.has {
+		q.stats.Duplicates++
+		return
+	}
+	q.stats.Reordered++
+	*h = held{psn: n, has: true, phantom: phantom, ackReq: p.BTH.AckReq, op: p.Opcode(), size: p.PayloadLen,
+		reth: p.RETH, imm: p.Imm, payload: append(h.payload[:0], p.Payload...)}
+}
+
+// grow makes the ring of held packets large enough for a packet d ahead.
+func (r *responder) grow(d int) {
+	n := max(16, len(r.ahead))
+	for n <= d {
+		n *= 2
+	}
+	old := r.ahead
+	r.ahead = make([]held, n)
+	for _, h := range old {
+		if h.has {
+			r.ahead[uint32(h.psn)&uint32(n-1)] = h
+		}
+	}
+}
+
+// drain takes, in PSN order, the held packets that now follow the
+// expected PSN without a gap.
+func (r *responder) drain(q *QP, now mtime.Time) {
+	for len(r.ahead) > 0 {
+		h := &r.ahead[uint32(r.epsn)&uint32(len(r.ahead)-1)]
+		if !h.has || h.psn != r.epsn {
+			return
+		}
+		h.has = false
+		p := Packet{BTH: wire.BTH{Opcode: wire.Opcode(h.op), PSN: uint32(h.psn), AckReq: h.ackReq},
+			RETH: h.reth, Imm: h.imm, PayloadLen: h.size, Payload: h.payload}
+		if !r.accept(q, now, &p, h.phantom) {
+			return
+		}
+	}
+}
+
+// accept takes data packet p, which carries the expected PSN: it checks
+// the opcode sequence, the lengths and the memory, places the payload
+// and acknowledges, and reports whether the expected PSN advanced.
+func (r *responder) accept(q *QP, now mtime.Time, p *Packet, phantom bool) bool {
+	e := q.ep
+	n := psn.PSN(p.BTH.PSN)
+	// Check the opcode sequence and the lengths (IBTA Vol. 1
+	// §9.7.5.1.2–3).
 	op := p.Opcode()
 	size := p.PayloadLen
 	mtu := e.cfg.MTU
@@ -111,7 +201,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	if !valid {
 		e.drop(now, &q.stats, q.qpn, verbs.DropMalformed)
 		r.nak(synKindNAK<<synKindShift | NakInvalidRequest)
-		return
+		return false
 	}
 
 	// Memory: a new message is checked whole against its region, a
@@ -126,17 +216,17 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 		if reg == nil {
 			e.drop(now, &q.stats, q.qpn, verbs.DropBadRKey)
 			r.nak(synKindNAK<<synKindShift | NakRemoteAccess)
-			return
+			return false
 		}
 		off, ok := reg.Span(va, span)
 		if !ok {
 			e.drop(now, &q.stats, q.qpn, verbs.DropBounds)
 			r.nak(synKindNAK<<synKindShift | NakRemoteAccess)
-			return
+			return false
 		}
 		if phantom != (reg.Buf == nil) {
 			e.drop(now, &q.stats, q.qpn, verbs.DropPhantom)
-			return
+			return false
 		}
 		if reg.Buf != nil {
 			dst = reg.Buf[off : off+uint64(size)]
@@ -146,7 +236,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 		// Receiver not ready: the requester resends from here after the
 		// RNR timer (IBTA Vol. 1 §9.7.5.2.8).
 		r.nak(synRNR | r.rnrCode)
-		return
+		return false
 	}
 
 	copy(dst, p.Payload)
@@ -175,6 +265,7 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 	if r.sinceAck++; p.BTH.AckReq || r.sinceAck >= e.cfg.AckEvery {
 		r.ackPending = true
 	}
+	return true
 }
 
 // writeCtrl writes q's most urgent control packet into buf: a CNP, then
@@ -217,6 +308,11 @@ func (r *responder) writeCtrl(q *QP, now mtime.Time, buf []byte) (verbs.Transmit
 	r.nakPending, r.ackPending, r.sinceAck = false, false, 0
 	q.address(pk, e.cfg.DSCP, wire.ECT0)
 	pk.BTH = wire.BTH{Opcode: wire.Opcode(OpAck), PKey: wire.PKeyDefault, DestQP: q.remoteQPN, PSN: uint32(at)}
+	if r.becnPending {
+		r.becnPending = false
+		pk.BTH.Resv8a = becn
+		q.stats.BECNsSent++
+	}
 	pk.AETH = wire.AETH{Syndrome: syn, MSN: r.msn}
 	n := len(AppendPacket(buf[:0], pk, nil))
 	q.traceCtrl(now, at, reason)

@@ -24,7 +24,9 @@ type Stats struct {
 	SeqNAKsReceived uint64 // PSN sequence error NAKs
 	RNRNAKsReceived uint64
 	CNPsReceived    uint64
-	RateCuts        uint64 // DCQCN rate decreases
+	BECNsReceived   uint64 // ACKs carrying BECN (CCBECN)
+	RateCuts        uint64 // DCQCN rate decreases, or BECNs that slowed a CCBECN QP
+	StaleACKs       uint64 // ACKs and NAKs overtaken by later ones, ignored (ReorderWindow > 0)
 
 	// Responder side.
 	OutOfSequence  uint64 // data packets ahead of the expected PSN, dropped (also in Drops)
@@ -33,6 +35,8 @@ type Stats struct {
 	FatalNAKsSent  uint64 // invalid request and remote access NAKs
 	CNPsSent       uint64
 	CNPsSuppressed uint64 // CE-marked packets that found a CNP sent within the CNP interval
+	BECNsSent      uint64 // ACKs sent with BECN for CE-marked (FECN) data (CCBECN)
+	Reordered      uint64 // data packets taken ahead of the expected PSN and held (ReorderWindow > 0)
 }
 
 func (s *Stats) add(o *Stats) {
@@ -60,6 +64,8 @@ func (s *Stats) add(o *Stats) {
 	s.SeqNAKsReceived += o.SeqNAKsReceived
 	s.RNRNAKsReceived += o.RNRNAKsReceived
 	s.CNPsReceived += o.CNPsReceived
+	s.BECNsReceived += o.BECNsReceived
+	s.StaleACKs += o.StaleACKs
 	s.RateCuts += o.RateCuts
 	s.OutOfSequence += o.OutOfSequence
 	s.SeqNAKsSent += o.SeqNAKsSent
@@ -67,4 +73,6 @@ func (s *Stats) add(o *Stats) {
 	s.FatalNAKsSent += o.FatalNAKsSent
 	s.CNPsSent += o.CNPsSent
 	s.CNPsSuppressed += o.CNPsSuppressed
+	s.BECNsSent += o.BECNsSent
+	s.Reordered += o.Reordered
 }

@@ -791,6 +791,12 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 			return sim.Transport{}, err
 		}
 	}
+	if spec.IB != nil {
+		var err error
+		if t, err = s.ibTransport(key+".ib", base, t, spec.IB); err != nil {
+			return sim.Transport{}, err
+		}
+	}
 	switch spec.Fabric {
 	case "":
 	case "srv6":
@@ -808,6 +814,13 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 	}
 	if spec.Lossless != nil {
 		t.Lossless = *spec.Lossless
+	}
+	if t.Credits && (t.Trim || t.Lossless) {
+		k := key + ".trim"
+		if t.Lossless {
+			k = key + ".lossless"
+		}
+		return sim.Transport{}, s.errorf(k, "%s's links are lossless by their credits: trimming and PFC do not apply", base)
 	}
 	if spec.ECNLastHop != nil {
 		t.ECNLastHop = *spec.ECNLastHop

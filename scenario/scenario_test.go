@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmrc/mrc/ib"
+	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/tcp"
 	"github.com/openmrc/mrc/units"
+	"github.com/openmrc/mrc/vswitch"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -97,8 +100,9 @@ func TestDocExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the documented example does not build: %v", err)
 	}
-	if len(p.Runs) != 3 || p.Runs[1].Transport.Name != "mrc-32ev" || p.Runs[1].Transport.EV.ActivePerPlane != 32 ||
-		p.Runs[2].Transport.Name != "dctcp-1ms" || p.Runs[2].Transport.TCP.MinRTO != time.Millisecond {
+	if len(p.Runs) != 4 || p.Runs[1].Transport.Name != "mrc-32ev" || p.Runs[1].Transport.EV.ActivePerPlane != 32 ||
+		p.Runs[2].Transport.Name != "dctcp-1ms" || p.Runs[2].Transport.TCP.MinRTO != time.Millisecond ||
+		p.Runs[3].Transport.Name != "ib-ar-cc" || p.Runs[3].Transport.IB.CC != ib.CCCCA {
 		t.Errorf("transports: %d runs", len(p.Runs))
 		for _, r := range p.Runs {
 			t.Errorf("%+v", r.Transport)
@@ -199,7 +203,17 @@ func TestBuildErrors(t *testing.T) {
 		{small + "transports:\n  - {name: x, base: dctcp, tcp: {min_rto: 5s}}\n", `transports[0].tcp: RTO bounds: min 5s, initial 1s`},
 		{small + "transports:\n  - {name: x, base: tcp, tcp: {init_cwnd: -1}}\n", `transports[0].tcp.init_cwnd: -1: want a positive number`},
 		{small + "transports:\n  - {name: x, base: tcp, tcp: {min_rot: 1ms}}\n", `unknown key "min_rot" in transports[0].tcp (did you mean "min_rto"?)`},
-		{small + "transports: [tcp, dctcpp]\n", `x.yaml:3: transports[1]: unknown transport "dctcpp" (built-in: mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp, roce, roce-pfc, tcp, dctcp)`},
+		{small + "transports: [tcp, dctcpp]\n", `x.yaml:3: transports[1]: unknown transport "dctcpp" (built-in: mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp, roce, roce-pfc, tcp, dctcp, ib, ib-ar)`},
+		{small + "transports:\n  - {name: x, base: ib, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: ib does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp)`},
+		{small + "transports:\n  - {name: x, base: mrc, ib: {cc: fecn}}\n", `x.yaml:4: transports[0].ib: mrc does not run InfiniBand (ib applies to ib, ib-ar)`},
+		{small + "transports:\n  - {name: x, base: ib, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: ib does not run TCP (tcp applies to tcp, dctcp)`},
+		{small + "transports:\n  - name: x\n    base: ib\n    ib: {cc: dcqcn}\n", `x.yaml:6: transports[0].ib.cc: unknown congestion control "dcqcn" (want none or fecn)`},
+		{small + "transports:\n  - {name: x, base: ib-ar, ib: {routing: ecmp}}\n", `transports[0].ib.routing: unknown routing "ecmp" (want static or adaptive)`},
+		{small + "transports:\n  - {name: x, base: ib, ib: {ccti_timer: 5us}}\n", `transports[0].ib.ccti_timer: applies to congestion control fecn (cc: fecn)`},
+		{small + "transports:\n  - {name: x, base: ib, ib: {cc: fecn, ccti_timer: 100ms}}\n", `x.yaml:4: transports[0].ib: CCTI timer 100ms, want 1.024µs..67.1ms`},
+		{small + "transports:\n  - {name: x, base: ib, ib: {buffer: 1KiB}}\n", `transports[0].ib.buffer: 1024 bytes holds no packet of the 4096-byte MTU`},
+		{small + "transports:\n  - {name: x, base: ib, ib: {timeot: 8}}\n", `unknown key "timeot" in transports[0].ib (did you mean "timeout"?)`},
+		{small + "transports:\n  - {name: x, base: ib-ar, lossless: true}\n", `transports[0].lossless: ib-ar's links are lossless by their credits: trimming and PFC do not apply`},
 		{small + "transports:\n  - {name: x, base: roce, fabric: srv6}\n", `transports[0].fabric: srv6 needs a transport that runs the MRC core`},
 		{small + "transports: [mrc, mrc]\n", `two transports are called "mrc"`},
 		{"topology: {hosts: 16, t0_down: 4, t0_up: 2}\nworkload: {kind: incast, size: 1MiB, senders: 16}\n", `x.yaml:2: workload.senders: 16: want 1..15`},
@@ -421,6 +435,28 @@ func TestDescribeFailureGrammar(t *testing.T) {
 		if got := describeFailure(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%+v:\n got %q\nwant %q…", c.f, got, c.want)
 		}
+	}
+}
+
+// TestIBParams: a variant's ib: block reaches the HCA's configuration, the
+// fabric's routing, credits and rerouting, keeping what it does not set.
+func TestIBParams(t *testing.T) {
+	s, err := parse(t, small+"transports:\n  - {name: a, base: ib, ib: {routing: adaptive, cc: fecn, ccti_timer: 20us, fecn_threshold: 8KiB, buffer: 64KiB, timeout: 10, retry_count: 0}}\n  - ib-ar\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ar := p.Runs[0].Transport, p.Runs[1].Transport
+	if c := a.IB; a.Name != "a" || c == nil || a.Fabric != vswitch.ModeAdaptive || c.CC != ib.CCCCA || c.CCA.CCTITimer != 20*time.Microsecond ||
+		c.CCA.Threshold != 8<<10 || a.CreditBuffer != 64<<10 || c.TimeoutExp != 10 || c.RetryCount != -1 || c.ReorderWindow == 0 ||
+		!a.Credits || !a.ECNK || a.Reroute != sim.DefaultReroute {
+		t.Errorf("a: %+v, IB %+v", a, a.IB)
+	}
+	if c := ar.IB; c == nil || ar.Fabric != vswitch.ModeAdaptive || c.CC != ib.CCNone || ar.ECNK || ar.CreditBuffer != 0 {
+		t.Errorf("ib-ar: %+v, IB %+v", ar, c)
 	}
 }
 

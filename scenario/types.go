@@ -92,8 +92,30 @@ type Transport struct {
 	EV *EVProfile `yaml:"ev"`
 	// TCP overrides the TCP parameters (tcp and dctcp).
 	TCP *TCPParams `yaml:"tcp"`
+	// IB overrides the InfiniBand parameters (ib and ib-ar).
+	IB *IBParams `yaml:"ib"`
 
 	line int
+}
+
+// IBParams are the InfiniBand baseline's parameters in YAML (package ib's
+// Config and the fabric's credits and routing); zero fields keep the
+// base's (docs/ib.md).
+type IBParams struct {
+	// Routing: static (D-mod-k forwarding tables) or adaptive.
+	Routing string `yaml:"routing"`
+	// CC: none or fecn (IB's congestion control annex).
+	CC            string   `yaml:"cc"`
+	FECNThreshold Size     `yaml:"fecn_threshold"`
+	CCTIIncrease  int      `yaml:"ccti_increase"`
+	CCTITimer     Duration `yaml:"ccti_timer"`
+	CCTIMin       int      `yaml:"ccti_min"`
+	// Timeout is the local ACK timeout exponent (4.096 µs × 2^timeout).
+	Timeout       int      `yaml:"timeout"`
+	RetryCount    *int     `yaml:"retry_count"`
+	Buffer        Size     `yaml:"buffer"`
+	ReorderWindow int      `yaml:"reorder_window"`
+	Reroute       Duration `yaml:"reroute"`
 }
 
 // TCPParams are tcp.Config's parameters in YAML; zero fields keep the

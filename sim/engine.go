@@ -32,6 +32,7 @@ const (
 	evPFC                           // a PFC pause/resume frame reaches a sender
 	evLocalRepair                   // an ECMP switch reroutes around its own link
 	evTrigger                       // a trigger's delay ends: it fires
+	evCredit                        // credits reach a link's sender (credit.go)
 )
 
 // event is one scheduled happening. arg packs the kind (top 8 bits), a
@@ -179,13 +180,13 @@ func (p *pool) alloc() (uint32, bool) {
 	return h, true
 }
 
-// xmsg carries a packet (by handle) or a PFC frame across a partition
-// boundary; it is merged into the receiving partition at the end of the
-// window.
+// xmsg carries a packet (by handle), a PFC frame or a credit return
+// across a partition boundary; it is merged into the receiving partition
+// at the end of the window.
 type xmsg struct {
 	at Time
-	dl int32  // directed link (packet: arrives over it; PFC: pauses its sender)
-	h  uint32 // packet handle, or xPause/xResume
+	dl int32  // directed link (packet: arrives over it; PFC: pauses its sender); ^dl: credits for dl's sender
+	h  uint32 // packet handle, or xPause/xResume; credits: lane<<31 | bytes
 }
 
 // PFC frames in xmsg.h and evPFC's aux.

@@ -132,8 +132,13 @@ func (w *World) scheduleFailures() error {
 	}
 	// Schedule each action in the partitions it touches, and, after
 	// every change routing can see, the local repair of the switches at
-	// the link's ends and the reconvergence of every switch.
-	reconv := map[Time]bool{}
+	// the link's ends and the reconvergence of every switch of the
+	// link's plane (the other planes' routes do not depend on it).
+	type reconvAt struct {
+		at    Time
+		plane int
+	}
+	reconv := map[reconvAt]bool{}
 	type repair struct {
 		at Time
 		sw int32
@@ -153,18 +158,28 @@ func (w *World) scheduleFailures() error {
 			at += mtime.PicosOf(w.cfg.LocalRepair)
 		}
 		k := &t.Links[a.link]
+		plane := 0
 		for _, n := range []topo.NodeID{k.A, k.B} {
 			r := repair{at, int32(int(n) - t.Hosts)}
-			if !t.IsHost(n) && !repairs[r] {
+			if t.IsHost(n) {
+				continue
+			}
+			plane = t.SwitchOf(n).Plane
+			if !repairs[r] {
 				repairs[r] = true
 				w.shards[w.sws[r.sw].shard].push(r.at, evLocalRepair, 0, r.sw)
 			}
 		}
-		rt := a.at + mtime.PicosOf(w.cfg.Reconvergence)
+		rt := reconvAt{a.at + mtime.PicosOf(w.cfg.Reconvergence), plane}
+		if w.swShards == 1 {
+			rt.plane = -1 // one partition reconverges every plane at once
+		}
 		if !reconv[rt] {
 			reconv[rt] = true
 			for sh := range w.swShards {
-				w.shards[sh].push(rt, evReconverge, 0, 0)
+				if w.swShards == 1 || sh/w.swGroups == plane {
+					w.shards[sh].push(rt.at, evReconverge, 0, 0)
+				}
 			}
 		}
 	}
@@ -395,12 +410,18 @@ func (s *shard) applyAction(ai int32) {
 		si := info.from - hosts
 		vs := w.sws[si].vs
 		vs.SetPortUp(int(info.fromPort), up)
-		if !up {
+		switch {
+		case !up && w.cfg.Transport.Credits:
+			vs.FlushCredits(int(info.fromPort), func(h vswitch.Handle, in, vl, wl int) {
+				s.creditBack(w.swOut(si, in)^1, vl, wl)
+				s.release(uint32(h))
+			})
+		case !up:
 			s.resume = vs.Flush(int(info.fromPort), func(h vswitch.Handle) { s.release(uint32(h)) }, s.resume[:0])
 			for _, in := range s.resume {
 				s.pfc(si, in, xResume)
 			}
-		} else {
+		default:
 			s.swKick(si, int(info.fromPort), dl)
 		}
 	}

@@ -22,6 +22,7 @@ func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
 	}
 	hs := &w.hosts[hi]
 	hs.nic.HandleDatagram(ns(s.now), port, p.data[:p.n], int(p.wl))
+	s.creditBackPkt(w.hostOut(hi, port)^1, p)
 	s.release(h)
 	s.afterHost(hi)
 }
@@ -40,7 +41,7 @@ func (s *shard) pump(hi int32) {
 	planes := w.t.Planes
 	var free verbs.PortMask
 	for p := range planes {
-		if w.tx[w.hostOut(hi, p)].busyUntil <= s.now && (hs.paused|hs.down)&(1<<p) == 0 {
+		if w.tx[w.hostOut(hi, p)].busyUntil <= s.now && (hs.paused|hs.down)&(1<<p) == 0 && w.hostCredited(hi, p) {
 			free |= 1 << p
 		}
 	}
@@ -65,6 +66,7 @@ func (s *shard) pump(hi int32) {
 		if w.hostTaps != nil {
 			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))
 		}
+		w.spendHostCredit(hi, tx.Port, p.data[:p.n], tx.WireLen)
 		dl := w.hostOut(hi, tx.Port)
 		wl := tx.WireLen + w.overhead
 		ser := vswitch.SerializationPs(wl, w.lk[dl].rate)

@@ -47,6 +47,7 @@ func (s *shard) arrive(dl int32) {
 			s.hit(r.fail, p)
 		}
 		s.linkDrops[vswitch.DropLinkDown]++
+		s.creditBackPkt(dl, p)
 		s.release(h)
 		return
 	}
@@ -56,6 +57,7 @@ func (s *shard) arrive(dl int32) {
 		}
 		if s.rng.Float64() < r.loss {
 			s.linkDrops[vswitch.DropLossy]++
+			s.creditBackPkt(dl, p)
 			s.release(h)
 			return
 		}

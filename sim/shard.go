@@ -94,6 +94,8 @@ func (s *shard) run(end Time) {
 		case evTrigger:
 			s.delayed--
 			s.fire(e.id())
+		case evCredit:
+			s.creditArrive(e.id(), int(e.aux()>>23), int(e.aux()&(1<<23-1)))
 		}
 	}
 }
@@ -107,6 +109,10 @@ func (s *shard) ingest() {
 		msgs := src.out[s.id]
 		for i := range msgs {
 			m := &msgs[i]
+			if m.dl < 0 {
+				s.push(m.at, evCredit, m.h>>31<<23|m.h&(1<<31-1), ^m.dl)
+				continue
+			}
 			if m.h == xPause || m.h == xResume {
 				s.push(m.at, evPFC, m.h&0xFFFFFF, m.dl)
 				continue

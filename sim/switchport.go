@@ -17,6 +17,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 		if d == vswitch.DropBlackhole && sw.fail >= 0 {
 			s.hit(sw.fail, p)
 		}
+		s.creditBackPkt(w.swOut(si, in)^1, p)
 		s.release(h)
 		return
 	}
@@ -28,6 +29,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 				s.hit(f, p)
 			}
 		}
+		s.creditBackPkt(w.swOut(si, in)^1, p)
 		s.release(h)
 		return
 	}
@@ -64,6 +66,9 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	}
 	if d.Resume >= 0 {
 		s.pfc(si, d.Resume, xResume)
+	}
+	if w.cfg.Transport.Credits {
+		s.creditBack(w.swOut(si, d.In)^1, d.VL, d.WireLen)
 	}
 	if w.swTaps != nil {
 		p := s.pkt(uint32(d.Handle))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/ib"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/tcp"
@@ -149,6 +150,22 @@ type Transport struct {
 	// TCP is the configuration of a transport that runs package tcp
 	// (nil for the others).
 	TCP *tcp.Config
+	// IB is the configuration of a transport that runs package ib (nil
+	// for the others). Its CCA threshold is the switches' FECN marking
+	// threshold.
+	IB *ib.Config
+	// Credits turns on InfiniBand's credit-based link-level flow control
+	// on every link, switch ports and NIC ports alike, in place of drops
+	// and PFC (vswitch.QueueConfig.Credits). CreditBuffer is each
+	// receiver's buffer per virtual lane, in bytes (default: the credit
+	// loop of the slowest link at full rate, see creditBuffer).
+	Credits      bool
+	CreditBuffer int
+	// Reroute, when set, is how long the fabric takes to route around a
+	// failure on its own, replacing Config.Reconvergence if shorter:
+	// InfiniBand's SHIELD, whose switches tell their neighbours which
+	// destinations they can no longer reach (ib-ar).
+	Reroute time.Duration
 }
 
 // MRC is the MRC core with its default EV profile, over SRv6 uSID paths
@@ -206,11 +223,44 @@ func TCP(name string, v tcp.Variant, cfg tcp.Config) Transport {
 		New: tcpFactory(cfg), TCP: &cfg}
 }
 
+// IB is the InfiniBand baseline (package ib; docs/ib.md): RC with
+// go-back-N over a lossless fabric with credit-based flow control, each
+// QP on one plane, routed by the switches in mode routing: ModeDest (a
+// subnet manager's static D-mod-k forwarding tables; routing waits for
+// reconvergence after a failure, as on the ECMP baselines) or
+// ModeAdaptive (adaptive routing: the least-loaded port per packet, dead
+// ports avoided at once and SHIELD's notifications after
+// DefaultReroute; QPs take packets out of order). cfg sets the HCA's
+// parameters (zero fields: package ib's defaults); with CCA on, the
+// switches mark FECN (as CE) at cfg.CCA.Threshold on every hop.
+func IB(name string, routing vswitch.Mode, cfg ib.Config) Transport {
+	t := Transport{Name: name, Fabric: routing, Credits: true, ECNLastHop: true, ECNK: cfg.CC == ib.CCCCA}
+	if routing == vswitch.ModeAdaptive {
+		if cfg.ReorderWindow == 0 {
+			cfg.ReorderWindow = DefaultReorderWindow
+		}
+		t.Reroute = DefaultReroute
+	}
+	t.New, t.IB = ibFactory(cfg), &cfg
+	return t
+}
+
+// DefaultReorderWindow is the reorder window of ib-ar's QPs, in packets:
+// far more than adaptive routing reorders in a fabric whose buffers hold
+// a few packets per port (docs/ib.md).
+const DefaultReorderWindow = 1024
+
+// DefaultReroute is ib-ar's rerouting time after a failure (SHIELD's
+// fast link fault notification): Mellanox put it at 5,000 times faster
+// than the subnet manager's 10-20 s (docs/ib.md).
+const DefaultReroute = 2 * time.Millisecond
+
 // Transports lists the built-in transports by name.
 func Transports() []Transport {
 	return []Transport{MRC(), Oblivious(), UEC(), SinglePath(),
 		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true),
-		TCP("tcp", tcp.NewReno, tcp.Config{}), TCP("dctcp", tcp.DCTCP, tcp.Config{})}
+		TCP("tcp", tcp.NewReno, tcp.Config{}), TCP("dctcp", tcp.DCTCP, tcp.Config{}),
+		IB("ib", vswitch.ModeDest, ib.Config{}), IB("ib-ar", vswitch.ModeAdaptive, ib.Config{})}
 }
 
 // LookupTransport returns the built-in transport called name.
@@ -352,13 +402,18 @@ func roceFactory(s NICSpec) (NIC, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newRoceNIC(ep, len(s.Ports))
+}
+
+// newRoceNIC wraps ep, whose ports are the planes, for the simulator.
+func newRoceNIC(ep *roce.Endpoint, planes int) (*roceNIC, error) {
 	mem, err := ep.RegisterPhantom(phantomLen)
 	if err != nil {
 		return nil, err
 	}
 	received := func(q *roce.QP) uint64 { return q.Stats().PayloadReceived }
 	return &roceNIC{Endpoint: ep, phantomFlows: phantomFlows[*roce.QP]{mem, ep.QP, received},
-		planes: len(s.Ports), port: map[uint32]int{}}, nil
+		planes: planes, port: map[uint32]int{}}, nil
 }
 
 func (n *roceNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
@@ -375,13 +430,47 @@ func (n *roceNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
 	return n.QP(qpn).Connect(now, roce.ConnectAttr{Port: port, Remote: p.Addrs[port], RemoteQPN: p.QPN})
 }
 
-func (n *roceNIC) Stats() TransportStats {
-	s := n.Endpoint.Stats()
+func (n *roceNIC) Stats() TransportStats { return roceStats(n.Endpoint.Stats()) }
+
+// roceStats maps the counters of package roce's endpoint, which package
+// ib's shares.
+func roceStats(s roce.Stats) TransportStats {
 	return TransportStats{
 		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,
 		PayloadReceived: s.PayloadReceived, RetryTimeouts: s.RetryTimeouts, ECNEchoes: s.ECNEchoes,
 		Drops: s.Dropped(),
 	}
+}
+
+// ---- InfiniBand -------------------------------------------------------------
+
+// ibNIC is a RoCE NIC whose QPs the HCA connects the IB way.
+type ibNIC struct {
+	*roceNIC
+	hca *ib.Endpoint
+}
+
+var _ NIC = ibNIC{}
+
+func ibFactory(cfg ib.Config) func(NICSpec) (NIC, error) {
+	return func(s NICSpec) (NIC, error) {
+		c := cfg
+		c.Ports, c.Seed, c.MTU, c.LinkBitsPerSec, c.SkipICRC, c.MaxQPs, c.Tracer = s.Ports, s.Seed, s.MTU, s.PortRate, true, s.MaxQPs, s.Tracer
+		hca, err := ib.NewEndpoint(c)
+		if err != nil {
+			return nil, err
+		}
+		n, err := newRoceNIC(hca.Endpoint, len(s.Ports))
+		if err != nil {
+			return nil, err
+		}
+		return ibNIC{n, hca}, nil
+	}
+}
+
+func (n ibNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
+	port := n.port[qpn]
+	return n.hca.Connect(now, n.QP(qpn), port, p.Addrs[port], p.QPN)
 }
 
 // ---- TCP ------------------------------------------------------------------

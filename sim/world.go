@@ -31,7 +31,11 @@ type World struct {
 
 	hosts []hostState
 	sws   []swState
-	flows []flowState
+	// hostCredit holds each NIC port's credits per lane, indexed
+	// (host·Planes + port)·NumVLs + lane, under credit flow control
+	// (credit.go); nil otherwise.
+	hostCredit []int32
+	flows      []flowState
 	// qpFlow maps both QPs of each flow (qpKey(host, qpn)) to the flow.
 	qpFlow map[uint64]int32
 
@@ -144,6 +148,10 @@ func New(cfg Config) (*World, error) {
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	if r := c.Transport.Reroute; r > 0 {
+		c.Reconvergence = min(c.Reconvergence, r)
+		c.LocalRepair = min(c.LocalRepair, c.Reconvergence)
 	}
 	t := c.Topology
 	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead, bytes: c.Workload.Bytes(), trailer: wire.ICRCLen}
@@ -258,12 +266,15 @@ func New(cfg Config) (*World, error) {
 
 	// Switches.
 	q := w.queueConfigs()
+	if c.Transport.Credits && q[0].Credits < w.maxCredit() {
+		return nil, fmt.Errorf("sim: transport %q: a credit buffer of %d bytes holds no packet of MTU %d", c.Transport.Name, q[0].Credits, c.MTU)
+	}
 	w.sws = make([]swState, len(t.Switches))
 	for i := range t.Switches {
 		sw := &t.Switches[i]
 		vs, err := vswitch.New(vswitch.Config{
 			Name: t.Name(t.Node(i)), Ports: sw.Ports, Mode: c.Transport.Fabric,
-			Addr: t.USIDAddr(sw.USID), Seed: c.Seed ^ uint64(i)*0x9e3779b97f4a7c15, Queue: q[0],
+			Addr: t.USIDAddr(sw.USID), Seed: c.Seed ^ uint64(i)*0x9e3779b97f4a7c15, Queue: q[0], DestDiv: w.destDiv(i),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
@@ -280,6 +291,9 @@ func New(cfg Config) (*World, error) {
 	}
 	if err := w.installRoutes(-1); err != nil {
 		return nil, err
+	}
+	if c.Transport.Credits {
+		w.initHostCredits(q[0].Credits)
 	}
 
 	// Hosts.
@@ -299,7 +313,7 @@ func New(cfg Config) (*World, error) {
 	for h := range t.Hosts {
 		ports := make([]netip.Addr, t.Planes)
 		for p := range ports {
-			ports[p] = t.HostAddr(h, p)
+			ports[p] = w.hostAddr(h, p)
 		}
 		spec := NICSpec{
 			Host: h, Ports: ports, Seed: c.Seed*0x100000001b3 + uint64(h), MTU: c.MTU, BaseRTT: w.baseRTT,
@@ -374,6 +388,18 @@ func (w *World) queueConfigs() [2]vswitch.QueueConfig {
 	if c.Transport.ECNK {
 		def(&q.ECNK, max(bdp/7, 2*(c.MTU+w.overhead)))
 		fab.ECNK = q.ECNK
+	}
+	if c.Transport.Credits {
+		// InfiniBand: no drops, no RED; FECN at one threshold with CCA,
+		// by default below half a link's buffer, since a port fed by
+		// one link never holds more than that link's buffer.
+		fab.Credits, fab.ECNMin, fab.ECNMax = w.creditBuffer(), 0, 0
+		if c.Queue.ECNK == 0 {
+			fab.ECNK = min(fab.ECNK, fab.Credits/2)
+		}
+		if ib := c.Transport.IB; ib != nil && ib.CCA.Threshold > 0 && c.Transport.ECNK {
+			fab.ECNK = ib.CCA.Threshold
+		}
 	}
 	last := fab
 	last.TrimAt = q.LastHopTrimAt
@@ -517,7 +543,7 @@ func (w *World) openConn(i, index int) error {
 	peerOf := func(h int, qpn uint32, from int) Peer {
 		p := Peer{QPN: qpn, Addrs: make([]netip.Addr, t.Planes)}
 		for pl := range t.Planes {
-			p.Addrs[pl] = t.HostAddr(h, pl)
+			p.Addrs[pl] = w.hostAddr(h, pl)
 		}
 		if srv6 {
 			p.Paths = t.Paths(from, h)

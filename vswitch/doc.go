@@ -31,6 +31,12 @@
 //     the UDP ports. The hash is seeded per switch.
 //   - ModeSTEV (structured EV): as ECMP, but a bit field of the packet's
 //     32-bit EV (Config.EVShift, Config.EVBits) indexes the group.
+//   - ModeDest (InfiniBand's static routing): as ECMP, but the group is
+//     indexed by destination alone, D-mod-k on the destination's LID (the
+//     address's last 32 bits, LID), as a subnet manager's linear
+//     forwarding table does in a fat tree.
+//   - ModeAdaptive (InfiniBand adaptive routing): per packet, the group's
+//     least-loaded port that is up.
 //
 // # Queues (digest §3.10)
 //
@@ -47,7 +53,12 @@
 // ECNLastHop is set. In lossless mode nothing is dropped for lack of
 // buffer: the switch counts the bytes queued from each ingress port and
 // asks its caller to pause that ingress above PFCXoff and to resume it
-// below PFCXon.
+// below PFCXon. In credit mode (QueueConfig.Credits, InfiniBand's
+// link-level flow control; credit.go) nothing is dropped either: a port
+// sends only while the far end of its link has credits for the packet,
+// per virtual lane (the data queue is VL 0, the header queue VL 1), and
+// Dequeue names the ingress port whose credits the caller returns
+// upstream.
 //
 // # Time and concurrency
 //

@@ -156,6 +156,11 @@ type Dequeued struct {
 	// Resume is the ingress port whose pause may be lifted (its queued
 	// bytes fell below PFC XON), or -1.
 	Resume int
+	// In and VL are the ingress port the packet came in on and the lane
+	// it was queued on, set when the switch has credit-limited ports
+	// (QueueConfig.Credits): the caller returns CreditBytes(WireLen) of
+	// credit on VL to the sender on port In's link.
+	In, VL int
 }
 
 // SetPortUp takes port p down or up. A down port drops what is offered
@@ -180,6 +185,9 @@ func (s *Switch) Queued(p int) (data, header int) {
 // Backlog reports whether port p has a packet Dequeue would return.
 func (s *Switch) Backlog(p int) bool {
 	pt := &s.ports[p]
+	if s.credit != nil {
+		return s.canSend(p, VLControl, &pt.hdr) || !pt.paused && s.canSend(p, VLData, &pt.data)
+	}
 	return pt.hdr.n > 0 || pt.data.n > 0 && !pt.paused
 }
 
@@ -199,7 +207,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 	d := &s.cfg.DSCP
 	prio := dscp == d.Control || dscp == d.Trimmed || dscp == d.TrimmedLastHop
 	if !prio {
-		if q.ECNK > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNK && tc&3 != 0 {
+		if q.ECNK > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNK && tc&3 != 0 && (q.MarkVictims || !s.victim(out)) {
 			if wire.MarkCE(pkt) {
 				v.Marked = true
 				s.Counters.Marked++
@@ -218,7 +226,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			}
 		}
 		switch {
-		case q.Lossless:
+		case q.Lossless || q.Credits > 0:
 		case q.Trim && dscp != d.NoTrim && pt.dataBytes+wireLen > q.TrimAt:
 			dscpT := d.Trimmed
 			if q.LastHop {
@@ -243,7 +251,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 	}
 	e := entry{h: h, wl: uint32(v.WireLen), in: int32(in), at: now}
 	if prio {
-		if pt.hdrBytes+v.WireLen > q.HeaderBuffer && !q.Lossless {
+		if pt.hdrBytes+v.WireLen > q.HeaderBuffer && !q.Lossless && q.Credits == 0 {
 			return s.reject(pt, v, DropHeaderFull)
 		}
 		pt.hdr.push(e)
@@ -276,8 +284,12 @@ func (s *Switch) reject(pt *port, v Verdict, c DropCause) Verdict {
 
 // Dequeue takes the next packet to send from port p at now: the header
 // queue first (strict priority), then the data queue unless the port is
-// paused. ok is false when there is none.
+// paused; on a credit-limited port, each only when the far end has
+// credits for its head (credit.go). ok is false when there is none.
 func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
+	if s.credit != nil {
+		return s.dequeueCredit(now, p)
+	}
 	pt := &s.ports[p]
 	var e entry
 	switch {

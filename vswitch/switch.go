@@ -24,6 +24,13 @@ const (
 	// ModeSTEV takes the next hop from a bit field of the packet's EV
 	// (structured EV).
 	ModeSTEV
+	// ModeDest picks the next hop by destination alone, as an
+	// InfiniBand subnet manager's linear forwarding table does:
+	// destination-based D-mod-k over the route's group (dest.go).
+	ModeDest
+	// ModeAdaptive is InfiniBand adaptive routing: per packet, the
+	// least-loaded port of the route's group that is up (dest.go).
+	ModeAdaptive
 )
 
 func (m Mode) String() string {
@@ -34,6 +41,10 @@ func (m Mode) String() string {
 		return "ecmp"
 	case ModeSTEV:
 		return "stev"
+	case ModeDest:
+		return "dest"
+	case ModeAdaptive:
+		return "adaptive"
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
@@ -73,6 +84,11 @@ type Config struct {
 	// EVShift and EVBits select the EV field that picks the next hop in
 	// ModeSTEV: (EV >> EVShift) & (1<<EVBits - 1), modulo the group size.
 	EVShift, EVBits uint
+	// DestDiv is D-mod-k's divisor in ModeDest and ModeAdaptive: the
+	// group index of a destination with LID d is (d-1)/DestDiv modulo
+	// the group's size (default 1; in a fat tree, the product of the
+	// up-port counts of the tiers below this switch's).
+	DestDiv uint32
 	// DSCP sets the codepoints (default DefaultDSCP).
 	DSCP DSCP
 	// Queue configures every port's queues (SetPortQueue overrides one).
@@ -113,6 +129,18 @@ type QueueConfig struct {
 	Lossless bool
 	PFCXoff  int
 	PFCXon   int
+	// Credits turns on credit-based flow control (InfiniBand's, in place
+	// of drops and PFC): the port sends only while the far end of its
+	// link has room, and starts with Credits bytes of credit per virtual
+	// lane, the far end's buffer per lane (credit.go). It must hold the
+	// largest packet. 0 turns it off.
+	Credits int
+	// MarkVictims lets single-threshold marking (ECNK) mark at a port
+	// that has waited for credits since its queue was last empty, a
+	// victim of congestion further on; by default only the root of
+	// congestion marks (IB's FECN, IBTA Vol. 1 Annex A10, Victim_Mask
+	// clear).
+	MarkVictims bool
 }
 
 func (q QueueConfig) withDefaults() QueueConfig {
@@ -142,6 +170,10 @@ func (q QueueConfig) validate() error {
 		return fmt.Errorf("ECN thresholds min %d max %d", q.ECNMin, q.ECNMax)
 	case q.Lossless && (q.PFCXon < 0 || q.PFCXon > q.PFCXoff):
 		return fmt.Errorf("PFC thresholds xoff %d xon %d", q.PFCXoff, q.PFCXon)
+	case q.Credits < 0 || q.Credits > 1<<30:
+		return fmt.Errorf("credits %d", q.Credits)
+	case q.Credits > 0 && (q.Lossless || q.Trim):
+		return fmt.Errorf("credit flow control with PFC or trimming")
 	}
 	return nil
 }
@@ -163,8 +195,9 @@ type Switch struct {
 
 	ports     []port
 	qcfgs     []QueueConfig
-	ingress   []int  // lossless: bytes queued per ingress port
-	ingPaused []bool // lossless: ingress asked to pause
+	ingress   []int     // lossless: bytes queued per ingress port
+	ingPaused []bool    // lossless: ingress asked to pause
+	credit    []credits // credit flow control: each port's credits (credit.go)
 
 	blackhole bool
 	// Counters are the switch's totals; the caller may read them at any
@@ -213,11 +246,14 @@ func New(cfg Config) (*Switch, error) {
 	if cfg.DSCP == (DSCP{}) {
 		cfg.DSCP = DefaultDSCP
 	}
+	if cfg.DestDiv == 0 {
+		cfg.DestDiv = 1
+	}
 	cfg.Queue = cfg.Queue.withDefaults()
 	switch {
 	case cfg.Ports < 1 || cfg.Ports > 65535:
 		return nil, fmt.Errorf("%w: %s: ports %d, want 1..65535", ErrConfig, cfg.Name, cfg.Ports)
-	case cfg.Mode > ModeSTEV:
+	case cfg.Mode > ModeAdaptive:
 		return nil, fmt.Errorf("%w: %s: mode %v", ErrConfig, cfg.Name, cfg.Mode)
 	case !cfg.Format.Valid() || cfg.Format.BlockBits+cfg.Format.CSIDBits > 64:
 		return nil, fmt.Errorf("%w: %s: uSID format %+v (block+uSID must fit 64 bits)", ErrConfig, cfg.Name, cfg.Format)
@@ -235,6 +271,7 @@ func New(cfg Config) (*Switch, error) {
 	s.qcfgs = []QueueConfig{cfg.Queue}
 	for i := range s.ports {
 		s.ports[i].up = true
+		s.initCredits(i)
 	}
 	if cfg.Queue.Lossless {
 		s.ingress = make([]int, cfg.Ports)
@@ -269,6 +306,7 @@ func (s *Switch) SetPortQueue(p int, q QueueConfig) error {
 		s.qcfgs = append(s.qcfgs, q)
 	}
 	s.ports[p].cfg = uint16(idx)
+	s.initCredits(p)
 	return nil
 }
 
@@ -413,13 +451,18 @@ func (s *Switch) Forward(pkt []byte, in int) (out int, drop DropCause) {
 		return int(s.groups[sp.off]), DropNone
 	}
 	var idx uint64
-	if s.cfg.Mode == ModeSTEV {
+	switch s.cfg.Mode {
+	case ModeSTEV:
 		h, ok := wire.Locate(pkt)
 		if !ok {
 			return s.dropped(DropMalformed)
 		}
 		idx = uint64(h.EV(pkt)>>s.cfg.EVShift) & (1<<s.cfg.EVBits - 1)
-	} else {
+	case ModeDest:
+		idx = s.destIndex(dst)
+	case ModeAdaptive:
+		return s.adaptive(sp, s.destIndex(dst)), DropNone
+	default:
 		idx = s.hash(pkt)
 	}
 	return int(s.groups[sp.off+int32(idx%uint64(sp.n))]), DropNone

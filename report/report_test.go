@@ -56,3 +56,24 @@ func TestTable(t *testing.T) {
 		t.Error("flow results kept or dropped wrongly")
 	}
 }
+
+// TestCompare checks the verdict's wording against the ratio of two
+// completion times, on both sides of each boundary.
+func TestCompare(t *testing.T) {
+	for _, c := range []struct {
+		ratio float64
+		want  string
+	}{
+		{3.2, "3.2× as fast as x"},
+		{1.1, "1.1× as fast as x"},
+		{1.032, "3.2% faster than x"},
+		{1.0004, "as fast as x"},
+		{1 / 1.0004, "as fast as x"},
+		{1 / 1.005, "0.5% slower than x"},
+		{1 / 1.2, "1.2× as slow as x"},
+	} {
+		if got := compare(c.ratio, "x"); got != c.want {
+			t.Errorf("compare(%v) = %q, want %q", c.ratio, got, c.want)
+		}
+	}
+}

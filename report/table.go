@@ -229,18 +229,30 @@ func (r *Report) verdict() string {
 			}
 			parts = append(parts, s+")")
 		case x.CompletionNs > 0 && a.CompletionNs > 0:
-			ratio := float64(x.CompletionNs) / float64(a.CompletionNs)
-			if ratio >= 1 {
-				parts = append(parts, fmt.Sprintf("%s× as fast as %s", sig3(ratio), x.Transport))
-			} else {
-				parts = append(parts, fmt.Sprintf("%s× as slow as %s", sig3(1/ratio), x.Transport))
-			}
+			parts = append(parts, compare(float64(x.CompletionNs)/float64(a.CompletionNs), x.Transport))
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("%s finished in %s: %s.\n", a.Transport, Duration(a.CompletionNs), strings.Join(parts, "; "))
+}
+
+// compare says how a transport that took ratio times the first one's
+// completion time compares with it: "1.4× as fast as roce", "3.2% faster
+// than uec", "as fast as uec", "0.5% slower than uec".
+func compare(ratio float64, other string) string {
+	switch {
+	case ratio >= 1.1:
+		return fmt.Sprintf("%s× as fast as %s", sig3(ratio), other)
+	case ratio > 1.0005:
+		return fmt.Sprintf("%s faster than %s", percent(ratio-1), other)
+	case ratio >= 1/1.0005:
+		return "as fast as " + other
+	case ratio > 1/1.1:
+		return fmt.Sprintf("%s slower than %s", percent(1/ratio-1), other)
+	}
+	return fmt.Sprintf("%s× as slow as %s", sig3(1/ratio), other)
 }
 
 // percent formats a fraction as a percentage with two significant

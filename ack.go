@@ -154,6 +154,14 @@ func (q *QP) pathFeedback(now mtime.Time, sk *wire.SACK) {
 	if q.reps != nil && !sk.PR && sk.M == wire.SackNone {
 		q.reps.good(slot)
 	}
+	if q.mixed != nil && !sk.PR {
+		switch sk.M {
+		case wire.SackNone:
+			q.mixed.good(slot)
+		case wire.SackSkipOnce:
+			q.mixed.penalize(slot, mixedECN)
+		}
+	}
 	switch {
 	case sk.PR:
 		q.evs.OnProbeResponse(now, slot, ecn)
@@ -244,6 +252,9 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 			q.evs.OnSkip(now, r.slot, evset.ReasonTrim)
 		case nk.CE:
 			q.evs.OnSkip(now, r.slot, evset.ReasonECN)
+		}
+		if q.mixed != nil {
+			q.mixed.penalize(r.slot, mixedTrim)
 		}
 		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:

@@ -188,6 +188,12 @@ type EVProfile struct {
 	// on an EV whose SACK came back unmarked, each once, or on a random
 	// one when there is none. With Oblivious it is the uec baseline.
 	REPS bool
+	// Mixed sprays as htsim's "mixed" UEC load balancing does (mixed.go):
+	// REPS's first form, every EV whose SACK came back unmarked reused
+	// once, and while there is none a round of the EVs in random order
+	// that passes over those penalized by ECN marks, trims and losses.
+	// With Oblivious it is the uec baseline's mixed mode. It excludes REPS.
+	Mixed bool
 }
 
 // InitAttr are the attributes of the RESET→INIT transition.

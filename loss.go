@@ -110,6 +110,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if q.reps != nil {
 			q.reps.lost(now)
 		}
+		if q.mixed != nil {
+			q.mixed.penalize(r.slot, mixedMax)
+		}
 		congestion := s.lastHopTrimAt > 0 && s.lastHopTrimAt >= r.sentAt
 		if !congestion && s.holdSuspect(q, now, p) {
 			continue

@@ -37,7 +37,8 @@ type QP struct {
 	// INIT
 	pd    uint32 // protection domain
 	evp   EVProfile
-	reps  *reps // EVProfile.REPS only
+	reps  *reps  // EVProfile.REPS only
+	mixed *mixed // EVProfile.Mixed only
 	evs   *evset.Set
 	cc    cc.Controller
 	newCC func(now mtime.Time) cc.Controller
@@ -112,6 +113,9 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		return fmt.Errorf("%w: %d paths per plane, want 1..%d", verbs.ErrInvalidAttr, p.PathsPerPlane, wire.MaxEVPaths)
 	}
 	planes := len(e.ports)
+	if p.REPS && p.Mixed {
+		return fmt.Errorf("%w: an EV profile sprays by REPS or by the mixed mode, not both", verbs.ErrInvalidAttr)
+	}
 	if err := checkEVCounts(p, planes); err != nil {
 		return err
 	}
@@ -138,6 +142,9 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 	q.pd, q.evp, q.evs = pd, p, evs
 	if p.REPS {
 		q.reps = &reps{}
+	}
+	if p.Mixed {
+		q.mixed = newMixed(evs.Len(), e.rng)
 	}
 	q.newCC = a.NewCC
 	if q.newCC == nil {

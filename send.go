@@ -309,8 +309,13 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 }
 
 // pickDataEV chooses the EV of a data packet among the planes in mask:
-// one REPS recycles, or a random one of those in service.
+// one REPS or the mixed mode picks, or a random one of those in service.
 func (q *QP) pickDataEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
+	if q.mixed != nil {
+		if slot, ok := q.mixed.next(q.ep.rng, q.evs, mask); ok {
+			return slot, true
+		}
+	}
 	if q.reps != nil {
 		if slot, ok := q.reps.next(now); ok {
 			if plane := uint32(1) << q.evs.Plane(slot); mask&plane != 0 && q.evs.Usable(plane) {

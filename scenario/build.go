@@ -773,6 +773,12 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 		if e.REPS != nil {
 			ev.REPS = *e.REPS
 		}
+		if e.Mixed != nil {
+			ev.Mixed = *e.Mixed
+			if ev.Mixed && e.REPS == nil {
+				ev.REPS = false // the mixed mode replaces the base's REPS (uec's)
+			}
+		}
 		for _, c := range []struct {
 			k string
 			v int
@@ -780,6 +786,9 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 			if c.v < 0 {
 				return sim.Transport{}, s.errorf(key+".ev."+c.k, "%d: want a positive number", c.v)
 			}
+		}
+		if ev.REPS && ev.Mixed {
+			return sim.Transport{}, s.errorf(key+".ev.mixed", "true with reps: an EV profile sprays by REPS or by the mixed mode, not both")
 		}
 		nt := sim.MRCProfile(t.Name, ev, t.Fabric)
 		nt.Trim, nt.Lossless, nt.ECNLastHop = t.Trim, t.Lossless, t.ECNLastHop

@@ -198,6 +198,7 @@ func TestBuildErrors(t *testing.T) {
 		{small + "failures:\n  - {kind: link_down, element: random:t0-t1, at: 20us, until: 10us}\n", `failures[0].until: 10µs is not after at (20µs)`},
 		{small + "transports: [mrc, nope]\n", `x.yaml:3: transports[1]: unknown transport "nope"`},
 		{small + "transports:\n  - {name: x, base: roce, ev: {active_per_plane: 4}}\n", `transports[0].ev: roce does not run the MRC core`},
+		{small + "transports:\n  - {name: x, base: uec, ev: {reps: true, mixed: true}}\n", `x.yaml:4: transports[0].ev.mixed: true with reps: an EV profile sprays by REPS or by the mixed mode, not both`},
 		{small + "transports:\n  - {name: x, base: tcp, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: tcp does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp)`},
 		{small + "transports:\n  - {name: x, base: mrc, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: mrc does not run TCP (tcp applies to tcp, dctcp)`},
 		{small + "transports:\n  - {name: x, base: dctcp, tcp: {min_rto: 5s}}\n", `transports[0].tcp: RTO bounds: min 5s, initial 1s`},

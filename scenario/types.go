@@ -142,6 +142,7 @@ type EVProfile struct {
 	ProbeSuccesses   int      `yaml:"probe_successes"`
 	Oblivious        *bool    `yaml:"oblivious"`
 	REPS             *bool    `yaml:"reps"`
+	Mixed            *bool    `yaml:"mixed"`
 }
 
 // WorkloadParts is the workload: one part (a YAML mapping) or several

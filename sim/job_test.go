@@ -190,3 +190,59 @@ func TestJobStragglerNamesFailure(t *testing.T) {
 		}
 	}
 }
+
+// The per-rank timeline shows each compute phase and each communication
+// at its real length: a 200 µs compute, a two-rank all-reduce inside a
+// server (its alpha-beta time exactly), then 50 µs and 400 µs of
+// compute with a fabric all-reduce of 8 MiB running under the second.
+// What the all-reduce takes past the end of that compute is exposed.
+func TestJobTimeline(t *testing.T) {
+	const n = 4
+	const su = 1 << 20
+	us := func(d float64) mtime.Picos { return mtime.Picos(d * 1e6) }
+	tp := clos2(t, topo.Clos2Config{Hosts: n, T0Down: 2, T0Up: 2})
+	j := job.Job{Name: "timeline", Steps: 1, GPUsPerServer: 2, Ranks: make([][]job.Node, n)}
+	for r := range j.Ranks {
+		pair := []int{r / 2 * 2, r/2*2 + 1}
+		j.Ranks[r] = []job.Node{
+			{ID: 1, Op: job.Compute, Duration: us(200)},
+			{ID: 2, Op: job.AllReduce, Name: "tp", Bytes: su, Group: pair, Deps: []int{1}},
+			{ID: 3, Op: job.Compute, Duration: us(50), Deps: []int{2}},
+			{ID: 4, Op: job.AllReduce, Name: "dp", Bytes: 8 << 20, Deps: []int{3}},
+			{ID: 5, Op: job.Compute, Duration: us(400), Deps: []int{3}},
+		}
+	}
+	r := runJob(t, tp, j, MRC(), 1, 2)
+	jr := r.Job
+	if len(jr.Timeline) != n {
+		t.Fatalf("%d ranks in the timeline, want all %d", len(jr.Timeline), n)
+	}
+	sc := job.DefaultScaleUp
+	tsu := int64(2 * (sc.Latency.Seconds() + float64(su/2)*8/float64(sc.BitsPerSec)) * 1e9) // ns, 2(n−1) steps of n = 2
+	end := jr.StepNs[0]
+	for _, rt := range jr.Timeline {
+		c, x := int64(200_000), int64(200_000)+tsu // compute ends, the scale-up all-reduce ends
+		wantComp := [][2]int64{{0, c}, {x, x + 450_000}}
+		wantComm := [][2]int64{{c, x}, {x + 50_000, end}}
+		if rt.Straggler && rt.StepEndNs[0] != end || rt.StepEndNs[0] > end {
+			t.Errorf("rank %d: step end %v, the step ends at %d", rt.Rank, rt.StepEndNs, end)
+		}
+		if fmt.Sprint(rt.ComputeNs) != fmt.Sprint(wantComp) {
+			t.Errorf("rank %d: compute %v, want %v", rt.Rank, rt.ComputeNs, wantComp)
+		}
+		// A rank's all-reduce ends when it has sent and received its
+		// last chunk: at or before the step's end, and well after the
+		// compute under it.
+		comm := rt.CommNs
+		if len(comm) != 2 || comm[0] != wantComm[0] || comm[1][0] != wantComm[1][0] || comm[1][1] > end || comm[1][1] < x+450_000+200_000 {
+			t.Errorf("rank %d: communication %v, want %v (the second ending by %d)", rt.Rank, comm, wantComm, end)
+		}
+		exposed := rt.ExposedNs()
+		if len(comm) == 2 && fmt.Sprint(exposed) != fmt.Sprint([][2]int64{comm[0], {x + 450_000, comm[1][1]}}) {
+			t.Errorf("rank %d: exposed %v", rt.Rank, exposed)
+		}
+		if o := rt.OverlappedNs(); fmt.Sprint(o) != fmt.Sprint([][2]int64{{x + 50_000, x + 450_000}}) {
+			t.Errorf("rank %d: overlapped %v, want the 400 µs compute", rt.Rank, o)
+		}
+	}
+}

@@ -31,6 +31,45 @@ type Result struct {
 	Conns       int                `json:"connections"`
 	Collectives []CollectiveResult `json:"collectives"`
 	Straggler   *Straggler         `json:"straggler"` // the slowest step; null if none finished
+	// Timeline is a representative set of ranks' time lines over the
+	// finished steps, for plots: rank 0, the straggler's rank and ranks
+	// spread evenly between, at most TimelineRanks, in rank order.
+	Timeline []RankTimeline `json:"timeline"`
+}
+
+// TimelineRanks is how many ranks Result.Timeline shows at most.
+const TimelineRanks = 8
+
+// RankTimeline is when one rank computed and when it had communication
+// in flight, over its finished steps. Intervals are [from, to] in
+// nanoseconds, merged where they overlap, in time order; a rank with
+// more than MaxTimelineSpans of a kind has its shortest gaps closed
+// (below a plot's resolution).
+type RankTimeline struct {
+	Rank int `json:"rank"`
+	Host int `json:"host"`
+	// Straggler: this rank finished the slowest step last.
+	Straggler bool `json:"straggler"`
+	// StepEndNs[k] is when the rank finished step k.
+	StepEndNs []int64    `json:"step_end_ns"`
+	ComputeNs [][2]int64 `json:"compute_ns"`
+	CommNs    [][2]int64 `json:"comm_ns"`
+}
+
+// MaxTimelineSpans bounds the intervals of one kind in a RankTimeline.
+const MaxTimelineSpans = 2000
+
+// ExposedNs returns the rank's exposed communication: communication in
+// flight with no compute running (CommNs less ComputeNs).
+func (t *RankTimeline) ExposedNs() [][2]int64 {
+	comm, comp := spans(t.CommNs), spans(t.ComputeNs)
+	return pairs(subtract(comm, comp))
+}
+
+// OverlappedNs returns the rank's communication hidden under compute
+// (CommNs and ComputeNs both).
+func (t *RankTimeline) OverlappedNs() [][2]int64 {
+	return pairs(intersect(spans(t.CommNs), spans(t.ComputeNs)))
 }
 
 // CollectiveResult summarises the collectives (or send/recv pairs) of
@@ -141,20 +180,24 @@ func (p *Plan) Report(fired, recv []time.Duration) *Result {
 		slices.Sort(sorted)
 		r.StepP99Ns = sorted[(len(sorted)*99+99)/100-1]
 	}
-	p.fractions(r, at)
+	comp, comm := p.busy(r, at)
+	p.fractions(r, at, comp, comm)
 	p.collectives(r, at)
 	p.straggler(r, at, endOf, recv)
+	p.timeline(r, at, comp, comm)
 	return r
 }
 
 // span is a time interval in nanoseconds.
 type span struct{ from, to int64 }
 
-// fractions fills the compute, exposed-communication and idle shares,
-// from each finished rank step's intervals.
-func (p *Plan) fractions(r *Result, at func(int) int64) {
-	type key struct{ step, rank int }
-	comp, comm := map[key][]span{}, map[key][]span{}
+// rankStep names one rank's step.
+type rankStep struct{ step, rank int }
+
+// busy returns, for each finished step of each rank, the merged
+// intervals with compute running and with communication in flight.
+func (p *Plan) busy(r *Result, at func(int) int64) (comp, comm map[rankStep][]span) {
+	comp, comm = map[rankStep][]span{}, map[rankStep][]span{}
 	for _, n := range p.nodes {
 		if n.step >= r.StepsDone {
 			continue
@@ -163,13 +206,25 @@ func (p *Plan) fractions(r *Result, at func(int) int64) {
 		if end < 0 {
 			continue
 		}
-		k := key{n.step, n.rank}
+		k := rankStep{n.step, n.rank}
 		if n.node.Op == Compute {
 			comp[k] = append(comp[k], span{end - n.node.Duration.Nanoseconds(), end})
 		} else if start := at(n.start); start >= 0 {
 			comm[k] = append(comm[k], span{start, end})
 		}
 	}
+	for k, v := range comp {
+		comp[k] = union(v)
+	}
+	for k, v := range comm {
+		comm[k] = union(v)
+	}
+	return comp, comm
+}
+
+// fractions fills the compute, exposed-communication and idle shares,
+// from each finished rank step's intervals.
+func (p *Plan) fractions(r *Result, at func(int) int64, comp, comm map[rankStep][]span) {
 	var total, busy, exposed float64
 	for s := range r.StepsDone {
 		for rank, e := range p.ends[s] {
@@ -180,17 +235,51 @@ func (p *Plan) fractions(r *Result, at func(int) int64) {
 			if s > 0 && p.ends[s-1][rank] != 0 {
 				from = at(p.ends[s-1][rank])
 			}
-			k := key{s, rank}
+			k := rankStep{s, rank}
 			total += float64(at(e) - from)
-			cu := union(comp[k])
-			busy += float64(length(cu))
-			exposed += float64(length(union(comm[k])) - length(intersect(union(comm[k]), cu)))
+			busy += float64(length(comp[k]))
+			exposed += float64(length(subtract(comm[k], comp[k])))
 		}
 	}
 	if total > 0 {
 		r.ComputeFraction = busy / total
 		r.ExposedCommFraction = exposed / total
 		r.GPUIdleFraction = 1 - r.ComputeFraction
+	}
+}
+
+// timeline fills r.Timeline: rank 0, the straggler's rank and ranks
+// spread evenly, TimelineRanks at most.
+func (p *Plan) timeline(r *Result, at func(int) int64, comp, comm map[rankStep][]span) {
+	if r.StepsDone == 0 {
+		return
+	}
+	n := len(p.Job.Ranks)
+	pick := map[int]bool{}
+	if r.Straggler != nil && r.Straggler.Rank >= 0 {
+		pick[r.Straggler.Rank] = true
+	}
+	// i·n/TimelineRanks for i = 0, 1, …: every rank when there are no
+	// more than TimelineRanks.
+	for i := 0; len(pick) < min(n, TimelineRanks); i++ {
+		pick[i*n/TimelineRanks] = true
+	}
+	for rank := range n {
+		if !pick[rank] {
+			continue
+		}
+		rt := RankTimeline{Rank: rank, Host: p.Hosts[rank], Straggler: r.Straggler != nil && r.Straggler.Rank == rank}
+		var cu, cm []span
+		for s := range r.StepsDone {
+			if e := p.ends[s][rank]; e != 0 {
+				rt.StepEndNs = append(rt.StepEndNs, at(e))
+			}
+			cu = append(cu, comp[rankStep{s, rank}]...)
+			cm = append(cm, comm[rankStep{s, rank}]...)
+		}
+		rt.ComputeNs = pairs(coarsen(union(cu), MaxTimelineSpans))
+		rt.CommNs = pairs(coarsen(union(cm), MaxTimelineSpans))
+		r.Timeline = append(r.Timeline, rt)
 	}
 }
 
@@ -222,6 +311,68 @@ func intersect(a, b []span) []span {
 		} else {
 			j++
 		}
+	}
+	return out
+}
+
+// subtract returns the parts of union a outside union b.
+func subtract(a, b []span) []span {
+	var out []span
+	j := 0
+	for _, x := range a {
+		from := x.from
+		for j < len(b) && b[j].to <= from {
+			j++
+		}
+		for k := j; k < len(b) && b[k].from < x.to; k++ {
+			if b[k].from > from {
+				out = append(out, span{from, b[k].from})
+			}
+			from = max(from, b[k].to)
+		}
+		if from < x.to {
+			out = append(out, span{from, x.to})
+		}
+	}
+	return out
+}
+
+// coarsen closes the shortest gaps of union s until it has at most max
+// spans.
+func coarsen(s []span, max int) []span {
+	if len(s) <= max {
+		return s
+	}
+	gaps := make([]int64, len(s)-1)
+	for i := range gaps {
+		gaps[i] = s[i+1].from - s[i].to
+	}
+	slices.Sort(gaps)
+	limit := gaps[len(s)-max-1] // closing every gap up to this one leaves at most max
+	out := s[:1:1]
+	for _, x := range s[1:] {
+		if n := len(out); x.from-out[n-1].to <= limit {
+			out[n-1].to = x.to
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// spans converts [from, to] pairs to spans; pairs the other way.
+func spans(ps [][2]int64) []span {
+	out := make([]span, len(ps))
+	for i, p := range ps {
+		out[i] = span{p[0], p[1]}
+	}
+	return out
+}
+
+func pairs(s []span) [][2]int64 {
+	out := make([][2]int64, len(s))
+	for i, x := range s {
+		out[i] = [2]int64{x.from, x.to}
 	}
 	return out
 }

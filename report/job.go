@@ -68,6 +68,32 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 		}
 		return "—"
 	}))
+	crit := func(f func(c *job.CriticalFlow) string) func(x *Result) string {
+		return jr(func(j *job.Result) string {
+			if s := j.Straggler; s != nil && s.Critical != nil {
+				return f(s.Critical)
+			}
+			return "—"
+		})
+	}
+	add("critical path's slowest flow", crit(func(c *job.CriticalFlow) string {
+		t := fmt.Sprintf("flow %d, h%d→h%d, %s", c.Flow, c.Src, c.Dst, Duration(c.RecvNs-c.StartNs))
+		if len(c.Failures) > 0 {
+			t += ", sent into " + strings.Join(c.Failures, ", ")
+		}
+		return t
+	}))
+	add("its most congested link", crit(func(c *job.CriticalFlow) string {
+		h := c.HotLink
+		if h == nil {
+			return "—"
+		}
+		t := fmt.Sprintf("%s: %s pkts waited %s in all", h.Link, Count(h.WaitedPackets), Duration(h.WaitedNs))
+		if h.Trimmed+h.Dropped > 0 {
+			t += fmt.Sprintf(", %s trimmed, %s dropped", Count(h.Trimmed), Count(h.Dropped))
+		}
+		return t
+	}))
 }
 
 // maxCollectiveRows bounds the collectives listed under the table.

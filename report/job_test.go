@@ -26,7 +26,9 @@ func TestJobOutputs(t *testing.T) {
 				{Name: "dp", Op: "all_reduce", Ranks: 8, Bytes: 64 << 20, Count: 2, MeanNs: 9e6, AlgBWGbps: bus / 1.75, BusBWGbps: bus},
 				{Name: "tp", Op: "all_gather", Ranks: 8, Bytes: 1 << 20, ScaleUp: true, Count: 2, MeanNs: 1e4},
 			},
-			Straggler: &job.Straggler{Step: 1, Rank: 5, Longest: "dp all_reduce", LongestNs: 9e6}}
+			Straggler: &job.Straggler{Step: 1, Rank: 5, Longest: "dp all_reduce", LongestNs: 9e6,
+				Critical: &job.CriticalFlow{Flow: 7, Src: 4, Dst: 5, StartNs: 1000, RecvNs: 3_001_000, Failures: []string{"t1-2"},
+					HotLink: &job.HotLink{Link: "t0-1→h5", WaitedPackets: 1500, WaitedNs: 6_000_000, Trimmed: 3}}}}
 	}
 	r := &Report{Scenario: "t", Seed: 1}
 	r.Add(&sim.Result{Transport: "mrc", Job: jr(10_000_000, 95.1)}, false)
@@ -38,7 +40,8 @@ func TestJobOutputs(t *testing.T) {
 	squeeze := regexp.MustCompile(` +`)
 	out := squeeze.ReplaceAllString(b.String(), " ")
 	for _, want := range []string{"steps done 2/2 2/2", "step time mean / p99 10 ms / 10 ms 20 ms / 20 ms", "compute / exposed comm 25% / 50%",
-		"GPU idle 75% 75%", "slowest step held up by rank 5: dp all_reduce (9 ms)", "dp (all_reduce, 8 ranks, 64 MiB)", "mrc 9 ms, 95.1 Gb/s (×2)"} {
+		"GPU idle 75% 75%", "slowest step held up by rank 5: dp all_reduce (9 ms)",
+		"critical path's slowest flow flow 7, h4→h5, 3 ms, sent into t1-2", "its most congested link t0-1→h5: 1,500 pkts waited 6 ms in all, 3 trimmed, 0 dropped", "dp (all_reduce, 8 ranks, 64 MiB)", "mrc 9 ms, 95.1 Gb/s (×2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

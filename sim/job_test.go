@@ -2,12 +2,14 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/topo"
+	"github.com/openmrc/mrc/sim/workload"
 )
 
 // ringJob is one all-reduce of size bytes over every one of ranks ranks,
@@ -244,5 +246,52 @@ func TestJobTimeline(t *testing.T) {
 		if o := rt.OverlappedNs(); fmt.Sprint(o) != fmt.Sprint([][2]int64{{x + 50_000, x + 450_000}}) {
 			t.Errorf("rank %d: overlapped %v, want the 400 µs compute", rt.Rank, o)
 		}
+	}
+}
+
+// The straggler view names the congested link that held the slowest
+// step up: a four-rank ring on hosts 0–3 while hosts 4 and 5 each send
+// host 2 a long flow, so that the last hop into host 2 carries three
+// flows at once. The slowest flow on the step's critical path is a chunk
+// from host 1 to host 2, and its connection lost the most time in that
+// port's queue. Without the extra flows the critical path's slowest flow
+// loses far less time anywhere.
+func TestJobStragglerNamesHotLink(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 6, T0Down: 2, T0Up: 2})
+	plan, err := job.Compile(ringJob(4, 4<<20, 1), tp.Hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost [2]int64
+	for i, hot := range []bool{false, true} {
+		wl := *plan.Workload
+		if hot {
+			wl.Flows = append(slices.Clone(wl.Flows), workload.Flow{ID: len(wl.Flows) + 1, Src: 4, Dst: 2, Size: 16 << 20},
+				workload.Flow{ID: len(wl.Flows) + 2, Src: 5, Dst: 2, Size: 16 << 20})
+		}
+		r := run(t, Config{Topology: tp, Workload: &wl, Job: plan, Transport: MRC(), Seed: 1})
+		checkComplete(t, r, &wl)
+		st := r.Job.Straggler
+		if st == nil || st.Critical == nil {
+			t.Fatalf("hot %v: no critical flow: %+v", hot, st)
+		}
+		c := st.Critical
+		t.Logf("hot %v: step %d ns, straggler rank %d; critical flow %d h%d→h%d %d ns (%d flows on the path), hot link %+v",
+			hot, r.Job.StepNs[0], st.Rank, c.Flow, c.Src, c.Dst, c.RecvNs-c.StartNs, c.PathFlows, c.HotLink)
+		if hl := c.HotLink; hl != nil {
+			lost[i] = hl.WaitedNs + int64(hl.Trimmed+hl.Dropped)*r.baseRTT.Nanoseconds()
+		}
+		if !hot {
+			continue
+		}
+		if c.Src != 1 || c.Dst != 2 || c.PathFlows < 6 {
+			t.Errorf("critical flow h%d→h%d of %d on the path, want h1→h2 of at least 2(n−1) = 6", c.Src, c.Dst, c.PathFlows)
+		}
+		if hl := c.HotLink; hl == nil || hl.Link != "t0-1→h2" || hl.WaitedPackets == 0 && hl.Trimmed == 0 || hl.PeakQueueBytes <= 0 {
+			t.Errorf("hot link %+v, want t0-1→h2 with packets held up", hl)
+		}
+	}
+	if lost[1] < 10*lost[0] || lost[1] == 0 {
+		t.Errorf("time lost at the hottest link: %d ns without the extra flows, %d ns with them", lost[0], lost[1])
 	}
 }

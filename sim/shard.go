@@ -50,6 +50,10 @@ type shard struct {
 	delayed     int // triggers waiting out their delay
 	resume      []int
 
+	// hot is the congestion each connection met per switch port, for a
+	// job's straggler view (hotlink.go); nil without a job.
+	hot map[uint64]portConn
+
 	// Observations waiting for the end of the window (observe.go).
 	caps   []capRec
 	capBuf []byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/vswitch"
@@ -54,6 +55,9 @@ type World struct {
 	// transports' ICRC, none for TCP.
 	trailer int32
 	baseRTT time.Duration
+	// queuedAt is the wait in a switch queue beyond which a job's
+	// packets count as held up there (hotlink.go).
+	queuedAt Time
 
 	// Capture points (nil without taps): the tap of each host port
 	// (h*Planes+p) and switch port (PortBase+p), or -1.
@@ -315,6 +319,12 @@ func New(cfg Config) (*World, error) {
 		w.hosts[h] = hostState{nic: nic, shard: hostShard(h), timerAt: never}
 	}
 
+	if c.Job != nil {
+		w.queuedAt = mtime.PicosOf(w.baseRTT / 5)
+		for _, s := range w.shards {
+			s.hot = map[uint64]portConn{}
+		}
+	}
 	if err := w.setupFlows(); err != nil {
 		return nil, err
 	}
@@ -511,17 +521,22 @@ func (w *World) openConn(i, index int) error {
 	return nil
 }
 
-// recvTimes returns when each flow's receiver had every byte, -1 for
-// those that did not.
-func (w *World) recvTimes() []time.Duration {
-	out := make([]time.Duration, len(w.flows))
-	for i, fs := range w.flows {
-		out[i] = -1
-		if fs.recvDone >= 0 {
-			out[i] = fs.recvDone.Duration()
+// jobTimes returns when the triggers fired and the flows started, had
+// every byte acknowledged and received, -1 for never: what a job's
+// report reads.
+func (w *World) jobTimes() job.Times {
+	n := len(w.flows)
+	t := job.Times{Fired: w.TriggerTimes(), Start: make([]time.Duration, n), Send: make([]time.Duration, n), Recv: make([]time.Duration, n)}
+	dur := func(at Time) time.Duration {
+		if at < 0 {
+			return -1
 		}
+		return at.Duration()
 	}
-	return out
+	for i, fs := range w.flows {
+		t.Start[i], t.Send[i], t.Recv[i] = dur(fs.start), dur(fs.sendDone), dur(fs.recvDone)
+	}
+	return t
 }
 
 // TriggerTimes returns when each of the workload's triggers (in the

@@ -117,6 +117,49 @@ type Straggler struct {
 	// FlowFailures names the failed elements that flow's connection sent
 	// data into (filled by the simulator; empty when it met none).
 	FlowFailures []string `json:"flow_failures"`
+	// Critical is the slowest flow on the step's critical path to the
+	// rank's end (nil: none over the fabric).
+	Critical *CriticalFlow `json:"critical_flow"`
+}
+
+// CriticalFlow is, of the flows on a step's critical path (the chain of
+// dependencies, each the last to arrive, that ended the straggler's
+// step), the one that took longest from its start to its receiver
+// having every byte: the transfer that held the step up, wherever in the
+// job it ran.
+type CriticalFlow struct {
+	Flow    int   `json:"flow"` // its ID
+	Src     int   `json:"src"`  // hosts
+	Dst     int   `json:"dst"`
+	StartNs int64 `json:"start_ns"`
+	RecvNs  int64 `json:"recv_ns"`
+	// PathFlows is how many flows the critical path holds in the step.
+	PathFlows int `json:"path_flows"`
+	// HotLink is the switch port where its connection lost the most time
+	// to congestion, Failures the failed elements its connection sent
+	// data into (both filled by the simulator; nil when it met none).
+	HotLink  *HotLink `json:"hot_link"`
+	Failures []string `json:"failures"`
+}
+
+// HotLink is the congestion one connection met at one switch port over
+// the run.
+type HotLink struct {
+	// Link names the port by its switch and the node it sends to:
+	// "t0-p1-3→h7".
+	Link string `json:"link"`
+	// WaitedPackets of the connection's packets waited in the port's
+	// queue longer than a fifth of the fabric's base RTT (where ECN
+	// marking starts), WaitedNs in total.
+	WaitedPackets uint64 `json:"waited_packets"`
+	WaitedNs      int64  `json:"waited_ns"`
+	// Trimmed and Dropped count its packets the port trimmed, or dropped
+	// for want of queue room.
+	Trimmed uint64 `json:"trimmed"`
+	Dropped uint64 `json:"dropped"`
+	// PeakQueueBytes is the port's deepest queue over the run, every
+	// flow's packets counted.
+	PeakQueueBytes int64 `json:"peak_queue_bytes"`
 }
 
 // BusFactor is NCCL's bus-bandwidth factor of op over n ranks.
@@ -132,12 +175,21 @@ func BusFactor(op Op, n int) float64 {
 	return 1
 }
 
-// Report reads a run's results from fired: when each trigger of the
-// plan's workload first fired (in order; negative: never), as
-// sim.World.TriggerTimes returns them, and recv: when each of its flows
-// reached its receiver (negative: never; nil: not known), both for the
-// whole run's workload (see TriggerOffset and FlowOffset).
-func (p *Plan) Report(fired, recv []time.Duration) *Result {
+// Times are when a run's triggers fired and its flows started and
+// finished, for Report: for the whole run's workload (see TriggerOffset
+// and FlowOffset), negative for never.
+type Times struct {
+	// Fired is when each trigger first fired, in order, as
+	// sim.World.TriggerTimes returns them.
+	Fired []time.Duration
+	// Start, Send and Recv are when each flow started, had every byte
+	// acknowledged and had every byte at its receiver (nil: not known).
+	Start, Send, Recv []time.Duration
+}
+
+// Report reads a run's results from its times.
+func (p *Plan) Report(t Times) *Result {
+	fired := t.Fired
 	at := func(id int) int64 {
 		i := p.TriggerOffset + id - 1
 		if id <= 0 || i >= len(fired) {
@@ -183,7 +235,7 @@ func (p *Plan) Report(fired, recv []time.Duration) *Result {
 	comp, comm := p.busy(r, at)
 	p.fractions(r, at, comp, comm)
 	p.collectives(r, at)
-	p.straggler(r, at, endOf, recv)
+	p.straggler(r, at, endOf, t)
 	p.timeline(r, at, comp, comm)
 	return r
 }
@@ -450,7 +502,7 @@ func opOf(name string) Op {
 
 // straggler finds the slowest finished step's last rank and what held
 // it up.
-func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []time.Duration) {
+func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, t Times) {
 	if r.StepsDone == 0 {
 		return
 	}
@@ -487,6 +539,7 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []ti
 			}
 		}
 	}
+	recv := t.Recv
 	if longest >= 0 && recv != nil {
 		fl := p.colls[longest].flows
 		for i := fl[0]; i < fl[1] && p.FlowOffset+i < len(recv); i++ {
@@ -497,7 +550,80 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []ti
 			}
 		}
 	}
+	st.Critical = p.critical(at, p.ends[s][st.Rank], st.StepStartNs, t)
 	r.Straggler = st
+}
+
+// critical walks back from trigger end (a rank's step end) along the
+// activations that came last, as far as the step's start at from (ns),
+// and returns the flow on that path that took longest.
+func (p *Plan) critical(at func(int) int64, end int, from int64, t Times) *CriticalFlow {
+	if t.Start == nil || t.Recv == nil || t.Send == nil {
+		return nil
+	}
+	wl := p.Workload
+	flowAt := func(i int, side []time.Duration) int64 {
+		if k := p.FlowOffset + i; k < len(side) {
+			return side[k].Nanoseconds()
+		}
+		return -1
+	}
+	// Who activates each trigger: another trigger, or a flow's send or
+	// receive side.
+	type activator struct {
+		trig, flow int // a trigger's ID, or else a flow's index
+		recv       bool
+	}
+	by := make([][]activator, len(wl.Triggers))
+	for i, tr := range wl.Triggers {
+		for _, a := range tr.Activates {
+			by[a-1] = append(by[a-1], activator{trig: i + 1})
+		}
+	}
+	for i, f := range wl.Flows {
+		if f.SendDoneTrigger != 0 {
+			by[f.SendDoneTrigger-1] = append(by[f.SendDoneTrigger-1], activator{flow: i})
+		}
+		if f.RecvDoneTrigger != 0 {
+			by[f.RecvDoneTrigger-1] = append(by[f.RecvDoneTrigger-1], activator{flow: i, recv: true})
+		}
+	}
+	var best *CriticalFlow
+	paths := 0
+	for cur, hops := end, 0; cur != 0 && at(cur) >= from && hops <= len(wl.Triggers); hops++ {
+		// The activation that came last set the trigger off.
+		var last activator
+		lastAt := int64(-1)
+		for _, a := range by[cur-1] {
+			when := at(a.trig)
+			if a.trig == 0 && a.recv {
+				when = flowAt(a.flow, t.Recv)
+			} else if a.trig == 0 {
+				when = flowAt(a.flow, t.Send)
+			}
+			if when > lastAt {
+				last, lastAt = a, when
+			}
+		}
+		if lastAt < from {
+			break
+		}
+		if last.trig != 0 {
+			cur = last.trig
+			continue
+		}
+		f := &wl.Flows[last.flow]
+		paths++
+		start, recv := flowAt(last.flow, t.Start), flowAt(last.flow, t.Recv)
+		if best == nil || recv-start > best.RecvNs-best.StartNs {
+			best = &CriticalFlow{Flow: p.FlowOffset + last.flow + 1, Src: f.Src, Dst: f.Dst, StartNs: start, RecvNs: recv}
+		}
+		cur = f.Trigger
+	}
+	if best != nil {
+		best.PathFlows = paths
+	}
+	return best
 }
 
 func label(n *Node) string {

@@ -329,6 +329,7 @@ func (s *Scenario) buildPart(i, hosts int, seed uint64) (*workload.Workload, err
 		{"scale_up_latency", part.ScaleUpLatency != 0, nil},
 		{"channels", part.Channels != 0, nil},
 		{"qps_per_connection", part.QPsPerConnection != 0, nil},
+		{"algorithm", part.Algorithm != "", nil},
 		{"ops", part.Ops != nil, nil},
 		{"file", part.File != "", []string{"htsim"}},
 		{"flows", part.Flows != nil, []string{"flows"}},

@@ -111,6 +111,9 @@ func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed ui
 	default:
 		return s.errorf(key+".placement", "%q: want packed, random or rail", o.Placement)
 	}
+	if err := s.checkAlgorithm(key+".algorithm", o.Algorithm); err != nil {
+		return err
+	}
 	if o.ScaleUpRate < 0 || o.ScaleUpLatency < 0 {
 		return s.errorf(key+".scale_up_rate", "negative scale-up rate or latency")
 	}
@@ -124,7 +127,7 @@ func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed ui
 	set(&j.Channels, o.Channels)
 	set(&j.QPsPerConnection, o.QPsPerConnection)
 	set(&j.Chunks, part.Chunks)
-	j.Placement, j.Seed = job.Placement(o.Placement), seed
+	j.Placement, j.Seed, j.Algorithm = job.Placement(o.Placement), seed, job.Algorithm(o.Algorithm)
 	if o.ScaleUpRate != 0 || o.ScaleUpLatency != 0 {
 		j.ScaleUp = job.DefaultScaleUp
 		if o.ScaleUpRate != 0 {
@@ -135,6 +138,15 @@ func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed ui
 		}
 	}
 	return nil
+}
+
+// checkAlgorithm checks a collective algorithm's name ("": the default).
+func (s *Scenario) checkAlgorithm(key, alg string) error {
+	switch job.Algorithm(alg) {
+	case "", job.Ring, job.HalvingDoubling:
+		return nil
+	}
+	return s.errorf(key, "%q: want ring or halving_doubling", alg)
 }
 
 var opNames = map[string]job.Op{"compute": job.Compute, "all_reduce": job.AllReduce, "all_gather": job.AllGather,
@@ -157,6 +169,8 @@ func (s *Scenario) trainingJob(key string, ops []OpSpec, ranks int) (job.Job, er
 			return j, s.errorf(ok, "compute takes a duration, not a size or group")
 		case op == job.Compute && o.Duration <= 0:
 			return j, s.errorf(ok+".duration", "required: how long the compute phase takes, like 2ms")
+		case op == job.Compute && o.Algorithm != "":
+			return j, s.errorf(ok+".algorithm", "compute has no algorithm")
 		case op != job.Compute && o.Duration != 0:
 			return j, s.errorf(ok+".duration", "not used with %s (its time is what the run measures)", o.Op)
 		case op != job.Compute && o.Size == 0:
@@ -164,12 +178,15 @@ func (s *Scenario) trainingJob(key string, ops []OpSpec, ranks int) (job.Job, er
 		case o.GroupSize < 0 || (o.GroupSize > 0 && ranks%o.GroupSize != 0):
 			return j, s.errorf(ok+".group_size", "%d does not divide the %d ranks", o.GroupSize, ranks)
 		}
+		if err := s.checkAlgorithm(ok+".algorithm", o.Algorithm); err != nil {
+			return j, err
+		}
 	}
 	for r := range ranks {
 		last := 0
 		for k, o := range ops {
 			op := opNames[o.Op]
-			n := job.Node{ID: k + 1, Op: op, Name: o.Name, Bytes: uint64(o.Size), Duration: mtime.PicosOf(o.Duration.D())}
+			n := job.Node{ID: k + 1, Op: op, Name: o.Name, Bytes: uint64(o.Size), Duration: mtime.PicosOf(o.Duration.D()), Algorithm: job.Algorithm(o.Algorithm)}
 			if n.Name == "" {
 				n.Name = fmt.Sprintf("%s#%d", o.Op, k)
 			}

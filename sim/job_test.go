@@ -295,3 +295,63 @@ func TestJobStragglerNamesHotLink(t *testing.T) {
 		t.Errorf("time lost at the hottest link: %d ns without the extra flows, %d ns with them", lost[0], lost[1])
 	}
 }
+
+// Halving-doubling: an all-reduce of S bytes on n ranks (a power of two)
+// is log₂ n exchanges of S/2, S/4, …, S/n then log₂ n of S/n, …, S/2, and
+// takes 2·log₂ n·α + 2(n−1)/n·S/B (Thakur, Rabenseifner and Gropp 2005);
+// its reduce-scatter and all-gather alone take half of that. On a fabric
+// where the exchanges meet no contention (the model's assumption: the
+// ranks under one T0), each takes that time within 5%, with α one
+// chunk's crossing and B the payload rate of a full 4 KiB WRITE (MRC's
+// 124 bytes of SRv6-encapsulated headers and 38 of Ethernet,
+// TestLoneFlowFCT), for MRC and RoCE; never faster than the link rate.
+func TestJobHalvingDoublingPhysics(t *testing.T) {
+	const n, size, mtu = 8, 64 << 20, 4096
+	const rate = 100e9
+	tp := clos2(t, topo.Clos2Config{Hosts: n, T0Down: n, T0Up: 2, HostRate: rate})
+	payload := rate * mtu / (mtu + 124 + 38)
+	const alpha = 5e3 // ns: 2 links of 1 µs, a chunk's last packet store-and-forward
+	for _, c := range []struct {
+		op     job.Op
+		passes float64
+	}{{job.AllReduce, 2}, {job.ReduceScatter, 1}, {job.AllGather, 1}} {
+		for _, tr := range []Transport{MRC(), RoCE(false)} {
+			j := ringJob(n, size, 1)
+			j.Algorithm = job.HalvingDoubling
+			for r := range j.Ranks {
+				j.Ranks[r][0].Op = c.op
+			}
+			r := runJob(t, tp, j, tr, 1, 2)
+			bytes := c.passes * float64(n-1) / n * size * 8 // bits through each rank's link
+			ab := c.passes*3*alpha + bytes/payload*1e9      // ns; 3 = log₂ 8 exchanges per pass
+			step := float64(r.Job.StepNs[0])
+			t.Logf("%s %s: step %.0f ns, alpha-beta %.0f ns, busbw %.2f Gb/s, %d connections",
+				tr.Name, c.op, step, ab, r.Job.Collectives[0].BusBWGbps, r.Job.Conns)
+			if step < bytes/rate*1e9 || step > 1.05*ab {
+				t.Errorf("%s %s: step %.0f ns, want %.0f..%.0f", tr.Name, c.op, step, bytes/rate*1e9, 1.05*ab)
+			}
+			if want := n * 3; r.Job.Conns != want {
+				t.Errorf("%s %s: %d connections, want %d (one to each of log₂ n partners)", tr.Name, c.op, r.Job.Conns, want)
+			}
+		}
+	}
+}
+
+// Halving-doubling inside one server is one alpha-beta delay: 2·log₂ n
+// latencies and 2(n−1)·S/n at the GPU's scale-up rate.
+func TestJobScaleUpHalvingDoubling(t *testing.T) {
+	const n, size = 8, 8 << 20
+	tp := clos2(t, topo.Clos2Config{Hosts: n, T0Down: 4, T0Up: 4})
+	j := ringJob(n, size, 1)
+	j.GPUsPerServer, j.Algorithm = n, job.HalvingDoubling
+	plan, err := job.Compile(j, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, Config{Topology: tp, Workload: plan.Workload, Job: plan, Transport: MRC(), Seed: 1})
+	su := job.DefaultScaleUp
+	want := (2*3*su.Latency.Seconds() + 2*(n-1)*float64(size/n)*8/float64(su.BitsPerSec)) * 1e9
+	if got := float64(r.Job.StepNs[0]); got < want-1 || got > want+1 {
+		t.Errorf("step %.0f ns, want %.0f ns", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -75,6 +76,9 @@ func (j *Job) Defaults() {
 	if j.QPsPerConnection == 0 {
 		j.QPsPerConnection = 1
 	}
+	if j.Algorithm == "" {
+		j.Algorithm = Ring
+	}
 }
 
 // Compile checks job j against a fabric of hosts hosts and compiles it
@@ -120,6 +124,11 @@ func (j *Job) check(hosts int) error {
 	case j.ScaleUp.BitsPerSec <= 0 || j.ScaleUp.Latency < 0:
 		return fmt.Errorf("job: scale-up bandwidth %d b/s, latency %v: want a positive bandwidth", j.ScaleUp.BitsPerSec, j.ScaleUp.Latency)
 	}
+	switch j.Algorithm {
+	case Ring, HalvingDoubling:
+	default:
+		return fmt.Errorf("job: unknown algorithm %q (want ring or halving_doubling)", j.Algorithm)
+	}
 	switch j.Placement {
 	case Packed, Random:
 	case Rail:
@@ -138,7 +147,7 @@ func (j *Job) check(hosts int) error {
 			ids[nd.ID] = true
 		}
 		for _, nd := range nodes {
-			if err := nd.check(r, n, ids); err != nil {
+			if err := nd.check(r, n, ids, j.Algorithm); err != nil {
 				return err
 			}
 		}
@@ -149,7 +158,7 @@ func (j *Job) check(hosts int) error {
 	return nil
 }
 
-func (nd *Node) check(r, ranks int, ids map[int]bool) error {
+func (nd *Node) check(r, ranks int, ids map[int]bool, alg Algorithm) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("job: rank %d node %d (%s): %s", r, nd.ID, nd.Op, fmt.Sprintf(format, a...))
 	}
@@ -164,6 +173,25 @@ func (nd *Node) check(r, ranks int, ids map[int]bool) error {
 			return bad("negative duration")
 		}
 	case nd.Op.Collective():
+		n := len(nd.Group)
+		if nd.Group == nil {
+			n = ranks
+		}
+		if nd.Algorithm != "" {
+			alg = nd.Algorithm
+		}
+		switch alg {
+		case Ring:
+		case HalvingDoubling:
+			if nd.Op == AllToAll && nd.Algorithm != "" {
+				return bad("halving_doubling is for all_reduce, all_gather and reduce_scatter")
+			}
+			if nd.Op != AllToAll && n&(n-1) != 0 {
+				return bad("halving_doubling needs a power-of-two group, not %d ranks", n)
+			}
+		default:
+			return bad("unknown algorithm %q (want ring or halving_doubling)", alg)
+		}
 		if nd.Group == nil {
 			return nil
 		}
@@ -248,6 +276,7 @@ type member struct{ rank, node int }
 // members in ring order (a pair: the sender then the receiver).
 type instance struct {
 	op      Op
+	alg     Algorithm
 	bytes   uint64
 	name    string
 	members []member
@@ -276,17 +305,21 @@ func (j *Job) match() ([]instance, error) {
 				}
 				k := next[key][r]
 				next[key][r]++
+				alg := nd.Algorithm
+				if alg == "" || nd.Op == AllToAll {
+					alg = j.Algorithm
+				}
 				if k == len(byKey[key]) {
-					insts = append(insts, instance{op: nd.Op, bytes: nd.Bytes, name: nd.Name, members: make([]member, len(g))})
+					insts = append(insts, instance{op: nd.Op, alg: alg, bytes: nd.Bytes, name: nd.Name, members: make([]member, len(g))})
 					for m := range g {
 						insts[len(insts)-1].members[m] = member{-1, -1}
 					}
 					byKey[key] = append(byKey[key], len(insts)-1)
 				}
 				in := &insts[byKey[key][k]]
-				if in.op != nd.Op || in.bytes != nd.Bytes {
-					return nil, fmt.Errorf("job: rank %d node %d: %s of %d bytes, but the matching collective of group %v on another rank is %s of %d bytes",
-						r, nd.ID, nd.Op, nd.Bytes, g, in.op, in.bytes)
+				if in.op != nd.Op || in.bytes != nd.Bytes || in.alg != alg {
+					return nil, fmt.Errorf("job: rank %d node %d: %s of %d bytes (%s), but the matching collective of group %v on another rank is %s of %d bytes (%s)",
+						r, nd.ID, nd.Op, nd.Bytes, alg, g, in.op, in.bytes, in.alg)
 				}
 				pos := slices.Index(g, r)
 				in.members[pos] = member{r, i}
@@ -455,14 +488,16 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		c.inServer(in, starts, dones)
 		return
 	}
-	switch in.op {
-	case AllReduce:
+	switch {
+	case in.alg == HalvingDoubling && in.op != AllToAll:
+		c.halvingDoubling(ranks, starts, dones, in.bytes, in.op != AllGather, in.op != ReduceScatter)
+	case in.op == AllReduce:
 		c.ring(ranks, starts, dones, in.bytes, 2*(n-1))
-	case AllGather, ReduceScatter:
+	case in.op == AllGather, in.op == ReduceScatter:
 		c.ring(ranks, starts, dones, in.bytes, n-1)
-	case AllToAll:
+	case in.op == AllToAll:
 		c.allToAll(ranks, starts, dones, in.bytes)
-	case Send:
+	case in.op == Send:
 		t := c.trigger(0)
 		c.link(starts[0], t)
 		c.link(starts[1], t)
@@ -482,21 +517,26 @@ func (c *compiler) oneServer(ranks []int) bool {
 
 // inServer compiles a collective whose ranks share a server as one delay
 // from the last member's start to every member's end, by the alpha-beta
-// model of its algorithm over the scale-up domain: a ring's steps each
-// take the latency plus its share at the GPU's rate (2(n−1) steps of S/n
-// for all-reduce, n−1 for all-gather and reduce-scatter); an all-to-all
-// is the latency plus (n−1)·S/n at that rate.
+// model of its algorithm over the scale-up domain: a latency per step
+// and (n−1)·S/n at the GPU's rate per pass (a ring's n−1 steps or
+// halving's or doubling's log₂ n; an all-reduce is two passes); an
+// all-to-all is the latency plus (n−1)·S/n at that rate.
 func (c *compiler) inServer(in instance, starts, dones []int) {
 	n := uint64(len(starts))
 	su := c.j.ScaleUp
 	ser := func(b uint64) mtime.Picos { return mtime.Picos(float64(b) * 8 / float64(su.BitsPerSec) * 1e12) }
 	lat := mtime.PicosOf(su.Latency)
 	var d mtime.Picos
+	steps := mtime.Picos(n - 1) // ring steps, or exchanges of halving or doubling
+	if in.alg == HalvingDoubling {
+		steps = mtime.Picos(bits.Len64(n) - 1)
+	}
+	pass := mtime.Picos(n-1) * ser(in.bytes/n) // (n−1)·S/n through the GPU's link
 	switch in.op {
 	case AllReduce:
-		d = mtime.Picos(2*(n-1)) * (lat + ser(in.bytes/n))
+		d = 2 * (steps*lat + pass)
 	case AllGather, ReduceScatter:
-		d = mtime.Picos(n-1) * (lat + ser(in.bytes/n))
+		d = steps*lat + pass
 	case AllToAll:
 		d = lat + ser((n-1)*(in.bytes/n))
 	}
@@ -551,6 +591,72 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 				}
 			}
 		}
+	}
+}
+
+// halvingDoubling compiles a collective by recursive halving (halve: the
+// reduce-scatter, exchanges with the partner at distance n/2, n/4, …, 1
+// of S/2, S/4, …, S/n) then recursive doubling (double: the all-gather,
+// distance 1, 2, …, n/2, S/n, 2S/n, …, S/2); n is a power of two. Each
+// exchange is split over the channels and chunks; it starts when the
+// rank has received all of its previous exchange (the first: when both
+// partners have started), and a member is done when its last exchange
+// has been sent and received. Transfers inside a server are serialised
+// per channel.
+func (c *compiler) halvingDoubling(ranks, starts, dones []int, bytes uint64, halve, double bool) {
+	n := len(ranks)
+	type exchange struct {
+		dist int
+		size uint64
+	}
+	var xs []exchange
+	if halve {
+		for d := n / 2; d >= 1; d /= 2 {
+			xs = append(xs, exchange{d, bytes / uint64(n) * uint64(d)})
+		}
+	}
+	if double {
+		for d := 1; d < n; d *= 2 {
+			xs = append(xs, exchange{d, bytes / uint64(n) * uint64(d)})
+		}
+	}
+	j := c.j
+	got := make([]int, n) // got[i]: rank i has received its previous exchange
+	for k, x := range xs {
+		last := k == len(xs)-1
+		next := make([]int, n)
+		if !last {
+			for i := range next {
+				next[i] = c.trigger(0)
+			}
+		}
+		for i := range n {
+			p := i ^ x.dist
+			local := c.local(ranks[i], ranks[p])
+			for ch := range j.Channels {
+				prev := 0
+				for ck := range j.Chunks {
+					t := c.trigger(0)
+					if k == 0 {
+						c.link(starts[i], t)
+						c.link(starts[p], t)
+					} else {
+						c.link(got[i], t)
+					}
+					if local && prev != 0 {
+						c.link(prev, t)
+					}
+					prev = t
+					sendDone, recvDone := 0, next[p]
+					if last {
+						sendDone, recvDone = dones[i], dones[p]
+					}
+					size := max(1, split(x.size, j.Channels*j.Chunks, ch*j.Chunks+ck))
+					c.transfer(ranks[i], ranks[p], ch, size, t, sendDone, recvDone, 1)
+				}
+			}
+		}
+		got = next
 	}
 }
 

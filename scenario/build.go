@@ -88,7 +88,7 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 			if p.Job != nil {
 				return nil, s.errorf(fmt.Sprintf("workload[%d].kind", i), "one training job per scenario (ring_allreduce, training and simai are jobs)")
 			}
-			if p.Job, err = s.buildJob(i, tp.Hosts, p.Seed); err != nil {
+			if p.Job, err = s.buildJob(i, tp, p.Seed); err != nil {
 				return nil, err
 			}
 			parts[i] = p.Job.Workload

@@ -14,7 +14,13 @@ import (
 	"github.com/openmrc/mrc/sim/chakra"
 	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/simai"
+	"github.com/openmrc/mrc/sim/topo"
 )
+
+// readyWire is the bytes on the wire of the message that tells a rank
+// its peer is ready (Job.ReadyLatency): a control packet, sized as the
+// simulator's base RTT sizes the answer to a data packet.
+const readyWire = 144 + 38
 
 // jobKinds are the workload kinds that are training jobs.
 var jobKinds = []string{"training", "simai", "chakra", "ring_allreduce"}
@@ -30,7 +36,8 @@ func isJob(kind string) bool {
 
 // buildJob builds and compiles workload part i, a training job, for a
 // fabric of hosts hosts.
-func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
+func (s *Scenario) buildJob(i int, tp *topo.Topology, seed uint64) (*job.Plan, error) {
+	hosts := tp.Hosts
 	part := s.Workload[i]
 	key := "workload"
 	if len(s.Workload) > 1 {
@@ -88,6 +95,7 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 	if err := s.jobOptions(key, part, &j, seed); err != nil {
 		return nil, err
 	}
+	j.ReadyLatency = tp.OneWay(readyWire)
 	plan, err := job.Compile(j, hosts)
 	if err != nil {
 		return nil, s.errorf(key, "%s", strings.TrimPrefix(err.Error(), "job: "))

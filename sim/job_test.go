@@ -24,6 +24,9 @@ func ringJob(ranks int, size uint64, steps int) job.Job {
 
 func runJob(t *testing.T, tp *topo.Topology, j job.Job, tr Transport, seed uint64, workers int) *Result {
 	t.Helper()
+	if j.ReadyLatency == 0 {
+		j.ReadyLatency = tp.OneWay(144 + 38) // as the scenario sets it
+	}
 	plan, err := job.Compile(j, tp.Hosts)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +134,65 @@ func TestJobDeterministicWorkers(t *testing.T) {
 	b := runJob(t, tp, j, MRC(), 7, 2)
 	if fmt.Sprint(a.Job.StepNs) != fmt.Sprint(b.Job.StepNs) {
 		t.Errorf("step times differ: 1 worker %v, 2 workers %v", a.Job.StepNs, b.Job.StepNs)
+	}
+}
+
+// A job whose ranks wait on other hosts only through delays of at least
+// a window runs its hosts in several partitions (the triggers of one
+// activate another's by message), and gives the same results for any
+// number of workers: a training step of compute, a ring all-reduce that
+// mixes scale-up and fabric hops, a halving-doubling all-reduce inside
+// servers and across them, and an all-to-all, on 2 host partitions, with
+// 1, 2 and 3 workers. With an instant readiness it runs on one.
+func TestJobHostPartitions(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, Planes: 2, T0Down: 4, T0Up: 4})
+	j := job.Job{Name: "mix", Steps: 2, GPUsPerServer: 4, Channels: 2, Ranks: make([][]job.Node, 16),
+		ReadyLatency: tp.OneWay(144 + 38)}
+	for r := range j.Ranks {
+		j.Ranks[r] = []job.Node{
+			{ID: 1, Op: job.Compute, Duration: mtime.Picos(20e6)},
+			{ID: 2, Op: job.AllReduce, Bytes: 1 << 20, Deps: []int{1}},
+			{ID: 3, Op: job.AllReduce, Bytes: 1 << 20, Group: []int{r / 4 * 4, r/4*4 + 1, r/4*4 + 2, r/4*4 + 3}, Algorithm: job.HalvingDoubling, Deps: []int{1}},
+			{ID: 4, Op: job.AllReduce, Bytes: 1 << 20, Algorithm: job.HalvingDoubling, Deps: []int{2, 3}},
+			{ID: 5, Op: job.AllToAll, Bytes: 1 << 20, Deps: []int{4}},
+		}
+	}
+	partitions := func(j job.Job, workers int) (int, *Result) {
+		plan, err := job.Compile(j, tp.Hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := New(Config{Topology: tp, Workload: plan.Workload, Job: plan, Transport: MRC(), Seed: 5, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := w.Run(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkComplete(t, r, plan.Workload)
+		if r.Job.StepsDone != 2 {
+			t.Fatalf("%d workers: %d steps done", workers, r.Job.StepsDone)
+		}
+		return len(w.shards) - w.swShards, r
+	}
+	var first string
+	for _, workers := range []int{1, 2, 3} {
+		n, r := partitions(j, workers)
+		if n != 2 {
+			t.Errorf("%d workers: %d host partitions, want 2", workers, n)
+		}
+		got := fmt.Sprint(r.Job.StepNs, r.Job.Collectives, r.Retransmits, r.Trims, r.Events)
+		if first == "" {
+			first = got
+			t.Logf("steps %v, %d events", r.Job.StepNs, r.Events)
+		} else if got != first {
+			t.Errorf("%d workers: %s\nwant (1 worker) %s", workers, got, first)
+		}
+	}
+	j.ReadyLatency = 0
+	if n, _ := partitions(j, 2); n != 1 {
+		t.Errorf("instant readiness: %d host partitions, want 1", n)
 	}
 }
 

@@ -111,11 +111,16 @@ func (s *shard) ingest() {
 		msgs := src.out[s.id]
 		for i := range msgs {
 			m := &msgs[i]
-			if m.h == xPause || m.h == xResume {
+			switch m.h {
+			case xPause, xResume:
 				s.push(m.at, evPFC, m.h&0xFFFFFF, m.dl)
-				continue
+			case xTrigger:
+				s.activateAt(m.dl, m.at)
+			case xRecv:
+				s.postRecv(m.dl)
+			default:
+				s.enpipe(m.dl, m.h, m.at)
 			}
-			s.enpipe(m.dl, m.h, m.at)
 		}
 		src.out[s.id] = msgs[:0]
 		if f := src.remoteFree[s.id]; len(f) > 0 {

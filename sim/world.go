@@ -134,6 +134,8 @@ type trigState struct {
 	delay   Time
 	then    []int32 // triggers it activates (indexes)
 	firedAt Time    // when it first fired, or -1
+	shard   int32   // the partition that holds it (jobsplit.go)
+	lastAct Time    // when it was last activated
 }
 
 // maxMessage is the largest WRITE the simulator posts; longer flows are
@@ -180,11 +182,10 @@ func New(cfg Config) (*World, error) {
 			w.lookahead = min(w.lookahead, fabric)
 		}
 	}
-	groups := c.HostGroups
-	if len(c.Workload.Triggers) > 0 || c.Workload.SharesConnections() {
+	groups := min(c.HostGroups, t.Hosts)
+	if groups > 1 && !w.splits(groups, min(w.lookahead, maxWindow)) {
 		groups = 1
 	}
-	groups = min(groups, t.Hosts)
 	w.swGroups = sg
 	w.swShards = t.Planes * sg
 	if w.lookahead <= 0 {
@@ -429,7 +430,7 @@ func (w *World) setupFlows() error {
 	w.trigIndex = map[int]int32{}
 	for i, tr := range w.wl.Triggers {
 		w.trigIndex[tr.ID] = int32(i)
-		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count, delay: tr.Delay, firedAt: -1})
+		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count, delay: tr.Delay, firedAt: -1, shard: w.trigShard(i)})
 	}
 	for i, tr := range w.wl.Triggers {
 		for _, a := range tr.Activates {
@@ -473,7 +474,7 @@ func (w *World) setupFlows() error {
 	for i, tr := range w.wl.Triggers {
 		if tr.Kind == workload.AtStart {
 			w.trig[i].fired = true
-			s := w.shards[w.hosts[0].shard]
+			s := w.shards[w.trig[i].shard]
 			s.delayed++
 			s.push(tr.Delay, evTrigger, 0, int32(i))
 		}

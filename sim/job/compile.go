@@ -21,6 +21,13 @@ type Plan struct {
 	Hosts []int
 	// Conns is how many persistent connections (QP pairs) the job opens.
 	Conns int
+	// TriggerHosts[i] is the host Workload.Triggers[i] belongs to: the
+	// rank whose step, node or transfer it is. The flows it starts leave
+	// from that host, and it waits on another host only for a rank being
+	// ready (Job.ReadyLatency), a transfer over the scale-up domain or a
+	// collective inside a server, after a delay (the simulator can then
+	// run hosts in several partitions).
+	TriggerHosts []int
 	// TriggerOffset is where Workload's triggers begin among the run's
 	// when it runs merged after other workloads' (Report reads their
 	// times there); 0 when it runs alone. FlowOffset is the same for its
@@ -387,13 +394,31 @@ type compiler struct {
 	conns map[[4]int]int // (src host, dst host, channel, QP) → Conn
 }
 
-// trigger adds a barrier trigger (its count grows with link) and returns
-// its ID.
-func (c *compiler) trigger(delay mtime.Picos) int {
+// trigger adds a barrier trigger of rank's (its count grows with link)
+// and returns its ID.
+func (c *compiler) trigger(delay mtime.Picos, rank int) int {
 	tr := &c.p.Workload.Triggers
 	id := len(*tr) + 1
 	*tr = append(*tr, workload.Trigger{ID: id, Kind: workload.Barrier, Delay: delay})
+	c.p.TriggerHosts = append(c.p.TriggerHosts, c.p.Hosts[rank])
 	return id
+}
+
+// ready returns a trigger of rank at that fires when at learns that rank
+// from has started (its trigger start fired): after the scale-up latency
+// if they share a server, else after Job.ReadyLatency (start itself when
+// that is 0).
+func (c *compiler) ready(start, at, from int) int {
+	lat := c.j.ReadyLatency
+	if c.local(at, from) {
+		lat = c.j.ScaleUp.Latency
+	}
+	if lat <= 0 {
+		return start
+	}
+	r := c.trigger(mtime.PicosOf(lat), at)
+	c.link(start, r)
+	return r
 }
 
 // link makes trigger from activate trigger to once more.
@@ -414,15 +439,15 @@ func (c *compiler) step(s int, insts []instance) {
 		if len(nodes) == 0 {
 			continue
 		}
-		ends[r] = c.trigger(0)
+		ends[r] = c.trigger(0, r)
 		for i := range nodes {
 			nd := &nodes[i]
 			ref := nodeRef{step: s, rank: r, node: nd, coll: -1}
 			if nd.Op == Compute {
-				ref.start = c.trigger(nd.Duration)
+				ref.start = c.trigger(nd.Duration, r)
 				ref.done = ref.start
 			} else {
-				ref.start, ref.done = c.trigger(0), c.trigger(0)
+				ref.start, ref.done = c.trigger(0, r), c.trigger(0, r)
 			}
 			p.nodes = append(p.nodes, ref)
 		}
@@ -485,7 +510,7 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		return
 	}
 	if in.op.Collective() && c.oneServer(ranks) {
-		c.inServer(in, starts, dones)
+		c.inServer(in, ranks, starts, dones)
 		return
 	}
 	switch {
@@ -498,9 +523,9 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 	case in.op == AllToAll:
 		c.allToAll(ranks, starts, dones, in.bytes)
 	case in.op == Send:
-		t := c.trigger(0)
+		t := c.trigger(0, ranks[0])
 		c.link(starts[0], t)
-		c.link(starts[1], t)
+		c.link(c.ready(starts[1], ranks[0], ranks[1]), t)
 		c.transfer(ranks[0], ranks[1], 0, in.bytes, t, dones[0], dones[1], 1)
 	}
 }
@@ -521,7 +546,7 @@ func (c *compiler) oneServer(ranks []int) bool {
 // and (n−1)·S/n at the GPU's rate per pass (a ring's n−1 steps or
 // halving's or doubling's log₂ n; an all-reduce is two passes); an
 // all-to-all is the latency plus (n−1)·S/n at that rate.
-func (c *compiler) inServer(in instance, starts, dones []int) {
+func (c *compiler) inServer(in instance, ranks, starts, dones []int) {
 	n := uint64(len(starts))
 	su := c.j.ScaleUp
 	ser := func(b uint64) mtime.Picos { return mtime.Picos(float64(b) * 8 / float64(su.BitsPerSec) * 1e12) }
@@ -540,11 +565,13 @@ func (c *compiler) inServer(in instance, starts, dones []int) {
 	case AllToAll:
 		d = lat + ser((n-1)*(in.bytes/n))
 	}
-	t := c.trigger(d)
-	for i := range starts {
-		c.link(starts[i], t)
-	}
+	// Each member's copy of the delay, so that no member's end waits on
+	// another's trigger.
 	for i := range dones {
+		t := c.trigger(d, ranks[i])
+		for _, st := range starts {
+			c.link(st, t)
+		}
 		c.link(t, dones[i])
 	}
 }
@@ -561,9 +588,13 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 	piece := bytes / uint64(n)
 	at := func(k, i, ck int) int { return (k*n+i)*chunks + ck }
 	hop := make([]int, steps*n*chunks)
+	ready := make([]int, n) // rank i knows its next has started
+	for i := range n {
+		ready[i] = c.ready(starts[(i+1)%n], ranks[i], ranks[(i+1)%n])
+	}
 	for ch := range j.Channels {
 		for x := range hop {
-			hop[x] = c.trigger(0)
+			hop[x] = c.trigger(0, ranks[x/chunks%n])
 		}
 		for k := range steps {
 			for i := range n {
@@ -573,7 +604,7 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 					t := hop[at(k, i, ck)]
 					if k == 0 {
 						c.link(starts[i], t)
-						c.link(starts[nx], t)
+						c.link(ready[i], t)
 					}
 					if local && ck > 0 {
 						c.link(hop[at(k, i, ck-1)], t)
@@ -622,12 +653,16 @@ func (c *compiler) halvingDoubling(ranks, starts, dones []int, bytes uint64, hal
 	}
 	j := c.j
 	got := make([]int, n) // got[i]: rank i has received its previous exchange
+	for i := range got {  // before the first: its partner has started
+		p := i ^ xs[0].dist
+		got[i] = c.ready(starts[p], ranks[i], ranks[p])
+	}
 	for k, x := range xs {
 		last := k == len(xs)-1
 		next := make([]int, n)
 		if !last {
 			for i := range next {
-				next[i] = c.trigger(0)
+				next[i] = c.trigger(0, ranks[i])
 			}
 		}
 		for i := range n {
@@ -636,13 +671,11 @@ func (c *compiler) halvingDoubling(ranks, starts, dones []int, bytes uint64, hal
 			for ch := range j.Channels {
 				prev := 0
 				for ck := range j.Chunks {
-					t := c.trigger(0)
+					t := c.trigger(0, ranks[i])
 					if k == 0 {
 						c.link(starts[i], t)
-						c.link(starts[p], t)
-					} else {
-						c.link(got[i], t)
 					}
+					c.link(got[i], t)
 					if local && prev != 0 {
 						c.link(prev, t)
 					}
@@ -678,9 +711,9 @@ func (c *compiler) allToAll(ranks, starts, dones []int, bytes uint64) {
 			if k == i {
 				continue
 			}
-			t := c.trigger(0)
+			t := c.trigger(0, ranks[i])
 			c.link(starts[i], t)
-			c.link(starts[k], t)
+			c.link(c.ready(starts[k], ranks[i], ranks[k]), t)
 			if c.local(ranks[i], ranks[k]) {
 				c.transfer(ranks[i], ranks[k], 0, size, t, dones[i], dones[k], peers)
 				continue
@@ -706,11 +739,11 @@ func (c *compiler) transfer(a, b, ch int, size uint64, start, sendDone, recvDone
 		su := c.j.ScaleUp
 		ps := float64(size) * 8 * float64(share) / float64(su.BitsPerSec) * 1e12
 		wl.Triggers[start-1].Delay = mtime.Picos(ps)
-		arrive := c.trigger(mtime.PicosOf(su.Latency))
-		c.link(start, arrive)
-		for _, t := range []int{sendDone, recvDone} {
-			if t != 0 {
-				c.link(arrive, t)
+		for _, side := range [2][2]int{{sendDone, a}, {recvDone, b}} {
+			if side[0] != 0 {
+				arrive := c.trigger(mtime.PicosOf(su.Latency), side[1]) // at each end, for its own
+				c.link(start, arrive)
+				c.link(arrive, side[0])
 			}
 		}
 		return

@@ -148,6 +148,13 @@ type Job struct {
 	// chunk as soon as it has received it.
 	Channels int
 	Chunks   int
+	// ReadyLatency is how long a rank's readiness takes to reach the
+	// rank that sends to it over the fabric (NCCL's receiver posting
+	// its buffer to the sender): the first transfer of a collective
+	// into a rank leaves that long after the rank has started the
+	// collective (inside a server, ScaleUp.Latency after). 0: at once;
+	// the scenario sets the fabric's one-way time for a small packet.
+	ReadyLatency time.Duration
 	// Algorithm is the collectives' default algorithm (default Ring;
 	// all-to-all and send/recv have one way only).
 	Algorithm Algorithm

@@ -46,6 +46,7 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 	add("step time mean / p99", jr(func(j *job.Result) string {
 		return Duration(int64(j.StepMeanNs)) + " / " + Duration(j.StepP99Ns)
 	}))
+	add("step times", jr(func(j *job.Result) string { return stepList(j.StepNs) }))
 	add("compute / exposed comm", jr(func(j *job.Result) string {
 		return percent(j.ComputeFraction) + " / " + percent(j.ExposedCommFraction)
 	}))
@@ -94,6 +95,19 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 		}
 		return t
 	}))
+}
+
+// stepList lists up to four step times, "…" for the rest.
+func stepList(ns []int64) string {
+	var parts []string
+	for i, t := range ns {
+		if i == 4 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, Duration(t))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // maxCollectiveRows bounds the collectives listed under the table.

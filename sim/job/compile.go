@@ -579,7 +579,8 @@ func (c *compiler) inServer(in instance, ranks, starts, dones []int) {
 // ring compiles a ring collective of steps ring steps, each moving
 // bytes/n from every member to the next, on every channel, in chunks: a
 // chunk is forwarded once it has arrived from the previous step; the
-// first step waits for both neighbours to have started. A member is done
+// first step waits for the member to have started and for its next
+// neighbour's readiness to reach it (ready). A member is done
 // when its last step's chunks have been sent and received. Transfers
 // inside a server are serialised per channel, as on one link.
 func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
@@ -630,9 +631,9 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 // of S/2, S/4, …, S/n) then recursive doubling (double: the all-gather,
 // distance 1, 2, …, n/2, S/n, 2S/n, …, S/2); n is a power of two. Each
 // exchange is split over the channels and chunks; it starts when the
-// rank has received all of its previous exchange (the first: when both
-// partners have started), and a member is done when its last exchange
-// has been sent and received. Transfers inside a server are serialised
+// rank has received all of its previous exchange (the first: when the
+// rank has started and its partner's readiness has reached it), and a
+// member is done when its last exchange has been sent and received. Transfers inside a server are serialised
 // per channel.
 func (c *compiler) halvingDoubling(ranks, starts, dones []int, bytes uint64, halve, double bool) {
 	n := len(ranks)
@@ -694,7 +695,8 @@ func (c *compiler) halvingDoubling(ranks, starts, dones []int, bytes uint64, hal
 }
 
 // allToAll compiles an all-to-all: every member sends bytes/n to every
-// other at once, once both have started; a member is done when it has
+// other at once, once it has started and the other's readiness has
+// reached it; a member is done when it has
 // sent and received all of them. A GPU's transfers inside its server
 // share its scale-up bandwidth.
 func (c *compiler) allToAll(ranks, starts, dones []int, bytes uint64) {

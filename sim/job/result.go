@@ -232,7 +232,7 @@ func (p *Plan) Report(t Times) *Result {
 		slices.Sort(sorted)
 		r.StepP99Ns = sorted[(len(sorted)*99+99)/100-1]
 	}
-	comp, comm := p.busy(r, at)
+	comp, comm := p.intervals(r, at)
 	p.fractions(r, at, comp, comm)
 	p.collectives(r, at)
 	p.straggler(r, at, endOf, t)
@@ -246,9 +246,9 @@ type span struct{ from, to int64 }
 // rankStep names one rank's step.
 type rankStep struct{ step, rank int }
 
-// busy returns, for each finished step of each rank, the merged
+// intervals returns, for each finished step of each rank, the merged
 // intervals with compute running and with communication in flight.
-func (p *Plan) busy(r *Result, at func(int) int64) (comp, comm map[rankStep][]span) {
+func (p *Plan) intervals(r *Result, at func(int) int64) (comp, comm map[rankStep][]span) {
 	comp, comm = map[rankStep][]span{}, map[rankStep][]span{}
 	for _, n := range p.nodes {
 		if n.step >= r.StepsDone {
@@ -589,16 +589,19 @@ func (p *Plan) critical(at func(int) int64, end int, from int64, t Times) *Criti
 		}
 	}
 	var best *CriticalFlow
-	paths := 0
+	onPath := 0
 	for cur, hops := end, 0; cur != 0 && at(cur) >= from && hops <= len(wl.Triggers); hops++ {
 		// The activation that came last set the trigger off.
 		var last activator
 		lastAt := int64(-1)
 		for _, a := range by[cur-1] {
-			when := at(a.trig)
-			if a.trig == 0 && a.recv {
+			var when int64
+			switch {
+			case a.trig != 0:
+				when = at(a.trig)
+			case a.recv:
 				when = flowAt(a.flow, t.Recv)
-			} else if a.trig == 0 {
+			default:
 				when = flowAt(a.flow, t.Send)
 			}
 			if when > lastAt {
@@ -613,7 +616,7 @@ func (p *Plan) critical(at func(int) int64, end int, from int64, t Times) *Criti
 			continue
 		}
 		f := &wl.Flows[last.flow]
-		paths++
+		onPath++
 		start, recv := flowAt(last.flow, t.Start), flowAt(last.flow, t.Recv)
 		if best == nil || recv-start > best.RecvNs-best.StartNs {
 			best = &CriticalFlow{Flow: p.FlowOffset + last.flow + 1, Src: f.Src, Dst: f.Dst, StartNs: start, RecvNs: recv}
@@ -621,7 +624,7 @@ func (p *Plan) critical(at func(int) int64, end int, from int64, t Times) *Criti
 		cur = f.Trigger
 	}
 	if best != nil {
-		best.PathFlows = paths
+		best.PathFlows = onPath
 	}
 	return best
 }

@@ -46,6 +46,7 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 	add("step time mean / p99", jr(func(j *job.Result) string {
 		return Duration(int64(j.StepMeanNs)) + " / " + Duration(j.StepP99Ns)
 	}))
+	add("step times", jr(func(j *job.Result) string { return stepList(j.StepNs) }))
 	add("compute / exposed comm", jr(func(j *job.Result) string {
 		return percent(j.ComputeFraction) + " / " + percent(j.ExposedCommFraction)
 	}))
@@ -68,6 +69,45 @@ func (r *Report) jobRows(add func(label string, f func(x *Result) string)) {
 		}
 		return "—"
 	}))
+	crit := func(f func(c *job.CriticalFlow) string) func(x *Result) string {
+		return jr(func(j *job.Result) string {
+			if s := j.Straggler; s != nil && s.Critical != nil {
+				return f(s.Critical)
+			}
+			return "—"
+		})
+	}
+	add("critical path's slowest flow", crit(func(c *job.CriticalFlow) string {
+		t := fmt.Sprintf("flow %d, h%d→h%d, %s", c.Flow, c.Src, c.Dst, Duration(c.RecvNs-c.StartNs))
+		if len(c.Failures) > 0 {
+			t += ", sent into " + strings.Join(c.Failures, ", ")
+		}
+		return t
+	}))
+	add("its most congested link", crit(func(c *job.CriticalFlow) string {
+		h := c.HotLink
+		if h == nil {
+			return "—"
+		}
+		t := fmt.Sprintf("%s: %s pkts waited %s in all", h.Link, Count(h.WaitedPackets), Duration(h.WaitedNs))
+		if h.Trimmed+h.Dropped > 0 {
+			t += fmt.Sprintf(", %s trimmed, %s dropped", Count(h.Trimmed), Count(h.Dropped))
+		}
+		return t
+	}))
+}
+
+// stepList lists up to four step times, "…" for the rest.
+func stepList(ns []int64) string {
+	var parts []string
+	for i, t := range ns {
+		if i == 4 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, Duration(t))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // maxCollectiveRows bounds the collectives listed under the table.

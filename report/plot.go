@@ -27,13 +27,16 @@ const (
 //	plane_utilisation  each plane's host-uplink utilisation, bars per transport
 //	link_utilisation   mean utilisation of each class of links, bars per transport
 //	step_time          a training job's step times, one line per transport
+//	step_timeline      a training job's compute and communication over time,
+//	                   for a few ranks of each transport (job.Result.Timeline)
 //	planes-TRANSPORT   goodput over time of each plane, for one transport
 func (r *Report) WritePlots(dir string) ([]string, error) {
 	var files []string
+	height := plotHeight
 	save := func(p *plot.Plot, name string) error {
 		for _, ext := range []string{".png", ".svg"} {
 			path := filepath.Join(dir, name+ext)
-			if err := p.Save(plotWidth, plotHeight, path); err != nil {
+			if err := p.Save(plotWidth, height, path); err != nil {
 				return fmt.Errorf("writing %s: %w", path, err)
 			}
 			files = append(files, path)
@@ -65,6 +68,14 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 		}
 		if err := save(p, "step_time"); err != nil {
 			return files, err
+		}
+		if rows := r.timelineRows(); len(rows) > 0 {
+			height = timelineHeight(len(rows))
+			err := save(r.timelinePlot(rows), "step_timeline")
+			height = plotHeight
+			if err != nil {
+				return files, err
+			}
 		}
 	}
 	for i := range r.Results {

@@ -370,6 +370,14 @@ func addCapacityRows(r *Report, add func(string, func(*Result) string)) {
 		}
 		return "—"
 	})
+	if r.hasJob() {
+		add("step time mean without failures", func(x *Result) string {
+			if b := x.Baseline; b != nil && len(b.StepNs) > 0 {
+				return Duration(int64(b.StepMeanNs)) + " (" + stepList(b.StepNs) + ")"
+			}
+			return "—"
+		})
+	}
 	add("goodput dip: window / step", func(x *Result) string {
 		if b := x.Baseline; b != nil {
 			return percent(b.GoodputDip) + " / " + percent(b.StepDip)

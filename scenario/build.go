@@ -88,7 +88,7 @@ func (s *Scenario) Build(o Overrides) (*Plan, error) {
 			if p.Job != nil {
 				return nil, s.errorf(fmt.Sprintf("workload[%d].kind", i), "one training job per scenario (ring_allreduce, training and simai are jobs)")
 			}
-			if p.Job, err = s.buildJob(i, tp.Hosts, p.Seed); err != nil {
+			if p.Job, err = s.buildJob(i, tp, p.Seed); err != nil {
 				return nil, err
 			}
 			parts[i] = p.Job.Workload
@@ -329,6 +329,7 @@ func (s *Scenario) buildPart(i, hosts int, seed uint64) (*workload.Workload, err
 		{"scale_up_latency", part.ScaleUpLatency != 0, nil},
 		{"channels", part.Channels != 0, nil},
 		{"qps_per_connection", part.QPsPerConnection != 0, nil},
+		{"algorithm", part.Algorithm != "", nil},
 		{"ops", part.Ops != nil, nil},
 		{"file", part.File != "", []string{"htsim"}},
 		{"flows", part.Flows != nil, []string{"flows"}},

@@ -14,7 +14,13 @@ import (
 	"github.com/openmrc/mrc/sim/chakra"
 	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/simai"
+	"github.com/openmrc/mrc/sim/topo"
 )
+
+// readyWire is the bytes on the wire of the message that tells a rank
+// its peer is ready (Job.ReadyLatency): a control packet, sized as the
+// simulator's base RTT sizes the answer to a data packet.
+const readyWire = 144 + 38
 
 // jobKinds are the workload kinds that are training jobs.
 var jobKinds = []string{"training", "simai", "chakra", "ring_allreduce"}
@@ -30,7 +36,8 @@ func isJob(kind string) bool {
 
 // buildJob builds and compiles workload part i, a training job, for a
 // fabric of hosts hosts.
-func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
+func (s *Scenario) buildJob(i int, tp *topo.Topology, seed uint64) (*job.Plan, error) {
+	hosts := tp.Hosts
 	part := s.Workload[i]
 	key := "workload"
 	if len(s.Workload) > 1 {
@@ -88,6 +95,7 @@ func (s *Scenario) buildJob(i, hosts int, seed uint64) (*job.Plan, error) {
 	if err := s.jobOptions(key, part, &j, seed); err != nil {
 		return nil, err
 	}
+	j.ReadyLatency = tp.OneWay(readyWire)
 	plan, err := job.Compile(j, hosts)
 	if err != nil {
 		return nil, s.errorf(key, "%s", strings.TrimPrefix(err.Error(), "job: "))
@@ -111,6 +119,9 @@ func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed ui
 	default:
 		return s.errorf(key+".placement", "%q: want packed, random or rail", o.Placement)
 	}
+	if err := s.checkAlgorithm(key+".algorithm", o.Algorithm); err != nil {
+		return err
+	}
 	if o.ScaleUpRate < 0 || o.ScaleUpLatency < 0 {
 		return s.errorf(key+".scale_up_rate", "negative scale-up rate or latency")
 	}
@@ -124,7 +135,7 @@ func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed ui
 	set(&j.Channels, o.Channels)
 	set(&j.QPsPerConnection, o.QPsPerConnection)
 	set(&j.Chunks, part.Chunks)
-	j.Placement, j.Seed = job.Placement(o.Placement), seed
+	j.Placement, j.Seed, j.Algorithm = job.Placement(o.Placement), seed, job.Algorithm(o.Algorithm)
 	if o.ScaleUpRate != 0 || o.ScaleUpLatency != 0 {
 		j.ScaleUp = job.DefaultScaleUp
 		if o.ScaleUpRate != 0 {
@@ -135,6 +146,15 @@ func (s *Scenario) jobOptions(key string, part WorkloadPart, j *job.Job, seed ui
 		}
 	}
 	return nil
+}
+
+// checkAlgorithm checks a collective algorithm's name ("": the default).
+func (s *Scenario) checkAlgorithm(key, alg string) error {
+	switch job.Algorithm(alg) {
+	case "", job.Ring, job.HalvingDoubling:
+		return nil
+	}
+	return s.errorf(key, "%q: want ring or halving_doubling", alg)
 }
 
 var opNames = map[string]job.Op{"compute": job.Compute, "all_reduce": job.AllReduce, "all_gather": job.AllGather,
@@ -157,6 +177,8 @@ func (s *Scenario) trainingJob(key string, ops []OpSpec, ranks int) (job.Job, er
 			return j, s.errorf(ok, "compute takes a duration, not a size or group")
 		case op == job.Compute && o.Duration <= 0:
 			return j, s.errorf(ok+".duration", "required: how long the compute phase takes, like 2ms")
+		case op == job.Compute && o.Algorithm != "":
+			return j, s.errorf(ok+".algorithm", "compute has no algorithm")
 		case op != job.Compute && o.Duration != 0:
 			return j, s.errorf(ok+".duration", "not used with %s (its time is what the run measures)", o.Op)
 		case op != job.Compute && o.Size == 0:
@@ -164,12 +186,15 @@ func (s *Scenario) trainingJob(key string, ops []OpSpec, ranks int) (job.Job, er
 		case o.GroupSize < 0 || (o.GroupSize > 0 && ranks%o.GroupSize != 0):
 			return j, s.errorf(ok+".group_size", "%d does not divide the %d ranks", o.GroupSize, ranks)
 		}
+		if err := s.checkAlgorithm(ok+".algorithm", o.Algorithm); err != nil {
+			return j, err
+		}
 	}
 	for r := range ranks {
 		last := 0
 		for k, o := range ops {
 			op := opNames[o.Op]
-			n := job.Node{ID: k + 1, Op: op, Name: o.Name, Bytes: uint64(o.Size), Duration: mtime.PicosOf(o.Duration.D())}
+			n := job.Node{ID: k + 1, Op: op, Name: o.Name, Bytes: uint64(o.Size), Duration: mtime.PicosOf(o.Duration.D()), Algorithm: job.Algorithm(o.Algorithm)}
 			if n.Name == "" {
 				n.Name = fmt.Sprintf("%s#%d", o.Op, k)
 			}

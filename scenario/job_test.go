@@ -35,6 +35,11 @@ func TestJobErrors(t *testing.T) {
 		{jobFabric + "workload: {kind: simai, file: bad.txt}\n", dir + "/bad.txt:4: forward: unknown collective \"SCATTER\""},
 		{jobFabric + "workload: {kind: simai, file: none.txt}\n", "workload.file: " + dir + "/none.txt: no such file"},
 		{jobFabric + "workload:\n  - {kind: ring_allreduce, size: 1MiB}\n  - {kind: simai, file: odd.txt}\n", "one training job per scenario"},
+		{jobFabric + "workload: {kind: ring_allreduce, size: 1MiB, algorithm: tree}\n", `workload.algorithm: "tree": want ring or halving_doubling`},
+		{jobFabric + "workload: {kind: permutation, size: 1MiB, algorithm: ring}\n", "workload.algorithm: not used with kind permutation"},
+		{jobFabric + "workload:\n  kind: training\n  ops:\n    - {op: all_reduce, size: 1MiB, group_size: 8, algorithm: rings}\n", `workload.ops[0].algorithm: "rings": want ring or halving_doubling`},
+		{jobFabric + "workload:\n  kind: training\n  ops:\n    - {op: compute, duration: 1us, algorithm: ring}\n", "workload.ops[0].algorithm: compute has no algorithm"},
+		{jobFabric + "workload: {kind: ring_allreduce, size: 1MiB, hosts: 12, algorithm: halving_doubling}\n", "halving_doubling needs a power-of-two group, not 12 ranks"},
 	} {
 		s, err := Parse([]byte(c.yml), source{file: dir + "/x.yaml", dir: dir}, "x")
 		if err == nil {
@@ -59,6 +64,7 @@ workload:
     - {op: compute, duration: 100us}
     - {op: all_reduce, size: 1MiB, group_size: 4, name: tp}
     - {op: all_reduce, size: 4MiB, group_size: 4, strided: true, name: dp}
+    - {op: all_reduce, size: 4MiB, group_size: 4, strided: true, name: dp-hd, algorithm: halving_doubling}
 `
 	s, err := Parse([]byte(yml), source{file: "x.yaml"}, "x")
 	if err != nil {
@@ -79,29 +85,34 @@ workload:
 	if j == nil || j.StepsDone != 2 {
 		t.Fatalf("job result %+v", j)
 	}
-	// The DP all-reduce: 4 ranks on 4 servers, 2·3/4 of 4 MiB over a
-	// 100 Gb/s NIC.
-	floor := int64(100_000 + 2*3*(4<<20)/4*8/100)
+	// The DP all-reduces: 4 ranks on 4 servers, each 2·3/4 of 4 MiB over
+	// a 100 Gb/s NIC.
+	floor := int64(100_000 + 2*2*3*(4<<20)/4*8/100)
 	for s, ns := range j.StepNs {
 		if ns < floor {
 			t.Errorf("step %d: %d ns, under %d ns", s, ns, floor)
 		}
 	}
-	var tp, dp bool
+	var tp, dp, hd bool
 	for _, c := range j.Collectives {
 		switch c.Name {
 		case "tp":
 			tp = c.ScaleUp && c.Ranks == 4 && c.Count == 8 // 4 groups × 2 steps
 		case "dp":
 			dp = !c.ScaleUp && c.Ranks == 4 && c.Count == 8 && c.BusBWGbps > 50 && c.BusBWGbps <= 100
+		case "dp-hd":
+			hd = !c.ScaleUp && c.Ranks == 4 && c.Count == 8 && c.BusBWGbps > 50 && c.BusBWGbps <= 100
 		}
 		t.Logf("%+v", c)
 	}
-	if !tp || !dp {
-		t.Errorf("collectives %+v: want tp inside servers and dp over the fabric", j.Collectives)
+	if !tp || !dp || !hd {
+		t.Errorf("collectives %+v: want tp inside servers, dp and dp-hd over the fabric", j.Collectives)
 	}
-	if j.Conns != 16*2 {
-		t.Errorf("%d connections, want 32 (16 DP ring neighbours × 2 QPs)", j.Conns)
+	// Per DP group of 4: 4 ring neighbours, and 8 halving-doubling
+	// partners (distance 2 and 1, both ways) of which 2 are ring
+	// neighbours too.
+	if j.Conns != 4*(4+6)*2 {
+		t.Errorf("%d connections, want 80 (4 groups × (4 ring neighbours + 6 more halving-doubling partners) × 2 QPs)", j.Conns)
 	}
 }
 

@@ -64,3 +64,54 @@ func TestStorm1k(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestStorm1kTraining runs MRC through the storm-1k-training preset:
+// storm-1k's fabric and fault storm under a training job whose steps
+// each end in a data-parallel all-reduce across 128 servers. Every step
+// must finish, every transfer complete with no QP error and every byte
+// sent be delivered, and the results name the drawn failures. (Its
+// baseline, the same run without failures, is docs/failures.md's, by
+// hand: it would double the test's time.)
+func TestStorm1kTraining(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1,024-GPU simulation (about 15 s)")
+	}
+	s, err := LoadPreset("storm-1k-training")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{Transports: []string{"mrc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Job == nil {
+		t.Fatal("storm-1k-training has no training job")
+	}
+	fs := p.Runs[0].Failures
+	rep, err := Run(context.Background(), p, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	j := r.Job
+	if j == nil {
+		t.Fatal("no job result")
+	}
+	t.Logf("mrc: steps %v, %d retransmits, drops %v, %d failures", j.StepNs, r.Retransmits, r.Drops, len(r.Failures))
+	switch {
+	case j.StepsDone != j.Steps || j.Steps != 3:
+		t.Errorf("%d of %d steps done", j.StepsDone, j.Steps)
+	case r.FlowsCompleted != r.Flows || r.FlowsFailed != 0:
+		t.Errorf("%d of %d transfers completed, %d failed", r.FlowsCompleted, r.Flows, r.FlowsFailed)
+	case r.QPErrors != 0:
+		t.Errorf("%d QP errors", r.QPErrors)
+	case r.BytesDelivered != r.BytesSent || r.BytesSent != p.Runs[0].Workload.Bytes():
+		t.Errorf("%d bytes sent, %d delivered, the job moves %d", r.BytesSent, r.BytesDelivered, p.Runs[0].Workload.Bytes())
+	}
+	if len(r.Failures) != len(fs) || len(fs) < 50 {
+		t.Errorf("the results list %d failures, the run had %d", len(r.Failures), len(fs))
+	}
+	if c := r.CapacityRemoved; c == nil || c.Fabric <= 0 || r.FailedDataPackets == 0 {
+		t.Errorf("capacity removed %+v, %d data packets into failures: the storm missed the job", c, r.FailedDataPackets)
+	}
+}

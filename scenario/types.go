@@ -189,6 +189,9 @@ type WorkloadPart struct {
 	ScaleUpLatency   Duration `yaml:"scale_up_latency"`
 	Channels         int      `yaml:"channels"`
 	QPsPerConnection int      `yaml:"qps_per_connection"`
+	// Algorithm: the collectives' default algorithm, ring or
+	// halving_doubling.
+	Algorithm string `yaml:"algorithm"`
 	// Ops: kind training, what every rank runs in a step, in order.
 	Ops []OpSpec `yaml:"ops"`
 
@@ -210,6 +213,8 @@ type OpSpec struct {
 	// Async: later operations of the step do not wait for this one.
 	Async bool   `yaml:"async"`
 	Name  string `yaml:"name"`
+	// Algorithm: a collective's algorithm (default the job's).
+	Algorithm string `yaml:"algorithm"`
 }
 
 // Victim is an incast's victim flow.

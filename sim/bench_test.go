@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/sim/htsim"
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 )
@@ -249,5 +250,49 @@ func memoryPerHost(b *testing.B, hosts int) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(hosts), "B/host")
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
 		b.StartTimer()
+	}
+}
+
+// BenchmarkRingAllReduce64 runs the 64-GPU, 64 MiB ring all-reduce of
+// examples/ring64-mrc-4x100g.yaml (64 hosts × 4 planes of 100 Gb/s, 8
+// hosts per T0, one QP per ring neighbour, MRC) with its hosts in one
+// partition and in two (the default since job triggers cross partitions
+// by message): events per second, wall time per simulated millisecond,
+// and the peak heap. Run with -benchtime 1x -count N and compare the two
+// in pairs.
+func BenchmarkRingAllReduce64(b *testing.B) {
+	tp, err := topo.Clos2(topo.Clos2Config{Hosts: 64, Planes: 4, T0Down: 8, T0Up: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	j := job.Job{Name: "ring64", GPUsPerServer: 1, Ranks: make([][]job.Node, 64), ReadyLatency: tp.OneWay(144 + 38)}
+	for r := range j.Ranks {
+		j.Ranks[r] = []job.Node{{ID: 1, Op: job.AllReduce, Bytes: 64 << 20}}
+	}
+	for _, groups := range []int{1, 2} {
+		b.Run(fmt.Sprintf("hostgroups=%d", groups), func(b *testing.B) {
+			var events uint64
+			var sim time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				plan, err := job.Compile(j, tp.Hosts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w, err := New(Config{Topology: tp, Workload: plan.Workload, Job: plan, Transport: MRC(), Seed: 1, HostGroups: groups, SeriesFlows: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				r, err := w.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += r.Events
+				sim += time.Duration(r.SimTimeNs)
+			}
+			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(b.Elapsed().Seconds()/(sim.Seconds()*1e3), "wall-s/sim-ms")
+		})
 	}
 }

@@ -416,6 +416,10 @@ type Baseline struct {
 	MarginNs       int64 `json:"margin_ns"`
 	FlowsOverBound int   `json:"flows_over_bound"`
 	WorstOverNs    int64 `json:"worst_over_ns"`
+	// StepNs and StepMeanNs are a training job's step times without
+	// failures (null, 0 without a job).
+	StepNs     []int64 `json:"step_ns"`
+	StepMeanNs float64 `json:"step_mean_ns"`
 }
 
 // CompareBaseline compares r, a run with failures, with base, the same
@@ -426,6 +430,9 @@ func CompareBaseline(r, base *Result) *Baseline {
 		return nil
 	}
 	b := &Baseline{CompletionNs: base.CompletionNs, MarginNs: 6 * r.baseRTT.Nanoseconds()}
+	if base.Job != nil {
+		b.StepNs, b.StepMeanNs = base.Job.StepNs, base.Job.StepMeanNs
+	}
 	if r.CompletionNs > 0 && r.FlowsCompleted == r.Flows {
 		b.Slowdown = float64(r.CompletionNs) / float64(base.CompletionNs)
 		b.StepDip = 1 - 1/b.Slowdown

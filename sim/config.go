@@ -54,7 +54,8 @@ type Config struct {
 	Workers int
 	// HostGroups is the number of partitions hosts are split into for
 	// parallelism (default 2; forced to 1 when flows are chained by
-	// triggers, whose effects are instantaneous). Results depend on it.
+	// triggers that act across partitions at once, which a training
+	// job's do not: docs/sim.md). Results depend on it.
 	HostGroups int
 	// SwitchGroups is the number of partitions each plane's switches are
 	// split into (default 2; 1 when switch-to-switch links have no

@@ -186,13 +186,16 @@ func (p *pool) alloc() (uint32, bool) {
 type xmsg struct {
 	at Time
 	dl int32  // directed link (packet: arrives over it; PFC: pauses its sender); ^dl: credits for dl's sender
-	h  uint32 // packet handle, or xPause/xResume; credits: lane<<31 | bytes
+	h  uint32 // packet handle, or xPause, xResume, xTrigger, xRecv; credits: lane<<31 | bytes
 }
 
-// PFC frames in xmsg.h and evPFC's aux.
+// PFC frames in xmsg.h and evPFC's aux; a trigger's activation (dl is
+// the trigger) and a flow's receives to post (dl is the flow) in xmsg.h.
 const (
-	xPause  = nilPkt - 1
-	xResume = nilPkt - 2
+	xPause   = nilPkt - 1
+	xResume  = nilPkt - 2
+	xTrigger = nilPkt - 3
+	xRecv    = nilPkt - 4
 )
 
 // calendar is the event queue of a partition: a ring of buckets of

@@ -26,12 +26,13 @@ func (s *shard) startFlow(f int32) {
 	remote := w.hosts[fl.Dst].nic.Memory()
 	if fl.Conn != 0 {
 		// A shared connection's receives are posted as its flows start,
-		// so that they are taken in the order the messages are sent.
-		for range fs.recvLeft {
-			if err := w.hosts[fl.Dst].nic.Receive(fs.dstQP, uint64(f)); err != nil {
-				s.err = fmt.Errorf("sim: flow %d: post receive: %w", fl.ID, err)
-				return
-			}
+		// so that they are taken in the order the messages are sent; in
+		// another partition, at the end of the window, before any of its
+		// packets can get there.
+		if d := w.hosts[fl.Dst].shard; int(d) != s.id {
+			s.out[d] = append(s.out[d], xmsg{at: s.now, dl: f, h: xRecv})
+		} else if !s.postRecv(f) {
+			return
 		}
 	}
 	for left := fl.Size; left > 0; {
@@ -54,10 +55,23 @@ func (s *shard) activate(id int) {
 }
 
 // activateIndex counts an activation of trigger ti (an index into
-// World.trig); when its condition is met, it fires, after its delay.
+// World.trig) now: in its own partition at the end of the window if
+// another holds it (jobsplit.go).
 func (s *shard) activateIndex(ti int32) {
+	if d := s.w.trig[ti].shard; int(d) != s.id {
+		s.out[d] = append(s.out[d], xmsg{at: s.now, dl: ti, h: xTrigger})
+		return
+	}
+	s.activateAt(ti, s.now)
+}
+
+// activateAt counts an activation of trigger ti that happened at at
+// (now, or earlier in another partition); when its condition is met, it
+// fires, its delay after the last activation.
+func (s *shard) activateAt(ti int32, at Time) {
 	w := s.w
 	ts := &w.trig[ti]
+	ts.lastAct = max(ts.lastAct, at)
 	switch ts.kind {
 	case workload.AtStart:
 		return // fired at the start
@@ -73,12 +87,26 @@ func (s *shard) activateIndex(ti int32) {
 		}
 		ts.fired = true
 	}
-	if ts.delay > 0 {
+	if t := ts.lastAct + ts.delay; t > s.now {
 		s.delayed++
-		s.push(s.now+ts.delay, evTrigger, 0, ti)
+		s.push(t, evTrigger, 0, ti)
 		return
 	}
 	s.fire(ti)
+}
+
+// postRecv posts the receives of flow f (on a shared connection) at its
+// destination, which this partition holds; false if that failed.
+func (s *shard) postRecv(f int32) bool {
+	w := s.w
+	fl := &w.wl.Flows[f]
+	for range (fl.Size + maxMessage - 1) / maxMessage {
+		if err := w.hosts[fl.Dst].nic.Receive(w.flows[f].dstQP, uint64(f)); err != nil {
+			s.err = fmt.Errorf("sim: flow %d: post receive: %w", fl.ID, err)
+			return false
+		}
+	}
+	return true
 }
 
 // fire fires trigger ti now: it starts its flows and activates the

@@ -467,11 +467,7 @@ func percentile(sorted []int64, p float64) int64 {
 // of the flow with ID id sent data packets into, in the order the
 // failures happened.
 func (w *World) failuresMet(id int) []string {
-	i := slices.IndexFunc(w.wl.Flows, func(f workload.Flow) bool { return f.ID == id })
-	if i < 0 {
-		return nil
-	}
-	conn, ok := w.qpFlow[qpKey(int32(w.wl.Flows[i].Src), w.flows[i].srcQP)]
+	conn, ok := w.connOf(id)
 	if !ok {
 		return nil
 	}
@@ -486,6 +482,17 @@ func (w *World) failuresMet(id int) []string {
 		}
 	}
 	return out
+}
+
+// connOf returns the connection (World.qpFlow's flow index) of the flow
+// with ID id.
+func (w *World) connOf(id int) (int32, bool) {
+	i := slices.IndexFunc(w.wl.Flows, func(f workload.Flow) bool { return f.ID == id })
+	if i < 0 {
+		return 0, false
+	}
+	conn, ok := w.qpFlow[qpKey(int32(w.wl.Flows[i].Src), w.flows[i].srcQP)]
+	return conn, ok
 }
 
 // failureResults fills r's failures, bypass times and their per-flow

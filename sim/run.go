@@ -108,9 +108,13 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	r := w.result(smp, time.Since(wallStart))
 	r.Interrupted = interrupted
 	if w.cfg.Job != nil {
-		r.Job = w.cfg.Job.Report(w.TriggerTimes(), w.recvTimes())
+		r.Job = w.cfg.Job.Report(w.jobTimes())
 		if st := r.Job.Straggler; st != nil && st.Flow != 0 {
 			st.FlowFailures = w.failuresMet(st.Flow)
+		}
+		if st := r.Job.Straggler; st != nil && st.Critical != nil {
+			st.Critical.Failures = w.failuresMet(st.Critical.Flow)
+			st.Critical.HotLink = w.hotLink(st.Critical.Flow)
 		}
 	}
 	return r, nil

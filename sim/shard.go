@@ -50,6 +50,10 @@ type shard struct {
 	delayed     int // triggers waiting out their delay
 	resume      []int
 
+	// hot is the congestion each connection met per switch port, for a
+	// job's straggler view (hotlink.go); nil without a job.
+	hot map[uint64]portConn
+
 	// Observations waiting for the end of the window (observe.go).
 	caps   []capRec
 	capBuf []byte
@@ -113,11 +117,16 @@ func (s *shard) ingest() {
 				s.push(m.at, evCredit, m.h>>31<<23|m.h&(1<<31-1), ^m.dl)
 				continue
 			}
-			if m.h == xPause || m.h == xResume {
+			switch m.h {
+			case xPause, xResume:
 				s.push(m.at, evPFC, m.h&0xFFFFFF, m.dl)
-				continue
+			case xTrigger:
+				s.activateAt(m.dl, m.at)
+			case xRecv:
+				s.postRecv(m.dl)
+			default:
+				s.enpipe(m.dl, m.h, m.at)
 			}
-			s.enpipe(m.dl, m.h, m.at)
 		}
 		src.out[s.id] = msgs[:0]
 		if f := src.remoteFree[s.id]; len(f) > 0 {

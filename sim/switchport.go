@@ -23,6 +23,9 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 	}
 	odl := w.swDL[int(sw.portBase)+out]
 	v := sw.vs.Enqueue(s.now, out, in, vswitch.Handle(h), pkt, int(p.wl))
+	if s.hot != nil {
+		s.hotEnqueue(int(sw.portBase)+out, p, v)
+	}
 	if v.Drop != vswitch.DropNone {
 		if v.Drop == vswitch.DropLinkDown {
 			if f := w.tx[odl].fail; f >= 0 {
@@ -69,6 +72,9 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	}
 	if w.cfg.Transport.Credits {
 		s.creditBack(w.swOut(si, d.In)^1, d.VL, d.WireLen)
+	}
+	if s.hot != nil && d.Sojourn > w.queuedAt {
+		s.hotDequeue(int(w.sws[si].portBase)+port, uint32(d.Handle), d.Sojourn)
 	}
 	if w.swTaps != nil {
 		p := s.pkt(uint32(d.Handle))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/sim/job"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/vswitch"
@@ -58,6 +59,9 @@ type World struct {
 	// transports' ICRC, none for TCP.
 	trailer int32
 	baseRTT time.Duration
+	// queuedAt is the wait in a switch queue beyond which a job's
+	// packets count as held up there (hotlink.go).
+	queuedAt Time
 
 	// Capture points (nil without taps): the tap of each host port
 	// (h*Planes+p) and switch port (PortBase+p), or -1.
@@ -134,6 +138,8 @@ type trigState struct {
 	delay   Time
 	then    []int32 // triggers it activates (indexes)
 	firedAt Time    // when it first fired, or -1
+	shard   int32   // the partition that holds it (jobsplit.go)
+	lastAct Time    // when it was last activated
 }
 
 // maxMessage is the largest WRITE the simulator posts; longer flows are
@@ -184,11 +190,10 @@ func New(cfg Config) (*World, error) {
 			w.lookahead = min(w.lookahead, fabric)
 		}
 	}
-	groups := c.HostGroups
-	if len(c.Workload.Triggers) > 0 || c.Workload.SharesConnections() {
+	groups := min(c.HostGroups, t.Hosts)
+	if groups > 1 && !w.splits(groups, min(w.lookahead, maxWindow)) {
 		groups = 1
 	}
-	groups = min(groups, t.Hosts)
 	w.swGroups = sg
 	w.swShards = t.Planes * sg
 	if w.lookahead <= 0 {
@@ -329,6 +334,12 @@ func New(cfg Config) (*World, error) {
 		w.hosts[h] = hostState{nic: nic, shard: hostShard(h), timerAt: never}
 	}
 
+	if c.Job != nil {
+		w.queuedAt = mtime.PicosOf(w.baseRTT / 5)
+		for _, s := range w.shards {
+			s.hot = map[uint64]portConn{}
+		}
+	}
 	if err := w.setupFlows(); err != nil {
 		return nil, err
 	}
@@ -467,7 +478,7 @@ func (w *World) setupFlows() error {
 	w.trigIndex = map[int]int32{}
 	for i, tr := range w.wl.Triggers {
 		w.trigIndex[tr.ID] = int32(i)
-		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count, delay: tr.Delay, firedAt: -1})
+		w.trig = append(w.trig, trigState{kind: tr.Kind, count: tr.Count, delay: tr.Delay, firedAt: -1, shard: w.trigShard(i)})
 	}
 	for i, tr := range w.wl.Triggers {
 		for _, a := range tr.Activates {
@@ -511,7 +522,7 @@ func (w *World) setupFlows() error {
 	for i, tr := range w.wl.Triggers {
 		if tr.Kind == workload.AtStart {
 			w.trig[i].fired = true
-			s := w.shards[w.hosts[0].shard]
+			s := w.shards[w.trig[i].shard]
 			s.delayed++
 			s.push(tr.Delay, evTrigger, 0, int32(i))
 		}
@@ -559,17 +570,22 @@ func (w *World) openConn(i, index int) error {
 	return nil
 }
 
-// recvTimes returns when each flow's receiver had every byte, -1 for
-// those that did not.
-func (w *World) recvTimes() []time.Duration {
-	out := make([]time.Duration, len(w.flows))
-	for i, fs := range w.flows {
-		out[i] = -1
-		if fs.recvDone >= 0 {
-			out[i] = fs.recvDone.Duration()
+// jobTimes returns when the triggers fired and the flows started, had
+// every byte acknowledged and received, -1 for never: what a job's
+// report reads.
+func (w *World) jobTimes() job.Times {
+	n := len(w.flows)
+	t := job.Times{Fired: w.TriggerTimes(), Start: make([]time.Duration, n), Send: make([]time.Duration, n), Recv: make([]time.Duration, n)}
+	dur := func(at Time) time.Duration {
+		if at < 0 {
+			return -1
 		}
+		return at.Duration()
 	}
-	return out
+	for i, fs := range w.flows {
+		t.Start[i], t.Send[i], t.Recv[i] = dur(fs.start), dur(fs.sendDone), dur(fs.recvDone)
+	}
+	return t
 }
 
 // TriggerTimes returns when each of the workload's triggers (in the

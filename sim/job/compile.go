@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -20,6 +21,13 @@ type Plan struct {
 	Hosts []int
 	// Conns is how many persistent connections (QP pairs) the job opens.
 	Conns int
+	// TriggerHosts[i] is the host Workload.Triggers[i] belongs to: the
+	// rank whose step, node or transfer it is. The flows it starts leave
+	// from that host, and it waits on another host only for a rank being
+	// ready (Job.ReadyLatency), a transfer over the scale-up domain or a
+	// collective inside a server, after a delay (the simulator can then
+	// run hosts in several partitions).
+	TriggerHosts []int
 	// TriggerOffset is where Workload's triggers begin among the run's
 	// when it runs merged after other workloads' (Report reads their
 	// times there); 0 when it runs alone. FlowOffset is the same for its
@@ -75,6 +83,9 @@ func (j *Job) Defaults() {
 	if j.QPsPerConnection == 0 {
 		j.QPsPerConnection = 1
 	}
+	if j.Algorithm == "" {
+		j.Algorithm = Ring
+	}
 }
 
 // Compile checks job j against a fabric of hosts hosts and compiles it
@@ -120,6 +131,11 @@ func (j *Job) check(hosts int) error {
 	case j.ScaleUp.BitsPerSec <= 0 || j.ScaleUp.Latency < 0:
 		return fmt.Errorf("job: scale-up bandwidth %d b/s, latency %v: want a positive bandwidth", j.ScaleUp.BitsPerSec, j.ScaleUp.Latency)
 	}
+	switch j.Algorithm {
+	case Ring, HalvingDoubling:
+	default:
+		return fmt.Errorf("job: unknown algorithm %q (want ring or halving_doubling)", j.Algorithm)
+	}
 	switch j.Placement {
 	case Packed, Random:
 	case Rail:
@@ -138,7 +154,7 @@ func (j *Job) check(hosts int) error {
 			ids[nd.ID] = true
 		}
 		for _, nd := range nodes {
-			if err := nd.check(r, n, ids); err != nil {
+			if err := nd.check(r, n, ids, j.Algorithm); err != nil {
 				return err
 			}
 		}
@@ -149,7 +165,7 @@ func (j *Job) check(hosts int) error {
 	return nil
 }
 
-func (nd *Node) check(r, ranks int, ids map[int]bool) error {
+func (nd *Node) check(r, ranks int, ids map[int]bool, alg Algorithm) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("job: rank %d node %d (%s): %s", r, nd.ID, nd.Op, fmt.Sprintf(format, a...))
 	}
@@ -164,6 +180,25 @@ func (nd *Node) check(r, ranks int, ids map[int]bool) error {
 			return bad("negative duration")
 		}
 	case nd.Op.Collective():
+		n := len(nd.Group)
+		if nd.Group == nil {
+			n = ranks
+		}
+		if nd.Algorithm != "" {
+			alg = nd.Algorithm
+		}
+		switch alg {
+		case Ring:
+		case HalvingDoubling:
+			if nd.Op == AllToAll && nd.Algorithm != "" {
+				return bad("halving_doubling is for all_reduce, all_gather and reduce_scatter")
+			}
+			if nd.Op != AllToAll && n&(n-1) != 0 {
+				return bad("halving_doubling needs a power-of-two group, not %d ranks", n)
+			}
+		default:
+			return bad("unknown algorithm %q (want ring or halving_doubling)", alg)
+		}
 		if nd.Group == nil {
 			return nil
 		}
@@ -248,6 +283,7 @@ type member struct{ rank, node int }
 // members in ring order (a pair: the sender then the receiver).
 type instance struct {
 	op      Op
+	alg     Algorithm
 	bytes   uint64
 	name    string
 	members []member
@@ -276,17 +312,21 @@ func (j *Job) match() ([]instance, error) {
 				}
 				k := next[key][r]
 				next[key][r]++
+				alg := nd.Algorithm
+				if alg == "" || nd.Op == AllToAll {
+					alg = j.Algorithm
+				}
 				if k == len(byKey[key]) {
-					insts = append(insts, instance{op: nd.Op, bytes: nd.Bytes, name: nd.Name, members: make([]member, len(g))})
+					insts = append(insts, instance{op: nd.Op, alg: alg, bytes: nd.Bytes, name: nd.Name, members: make([]member, len(g))})
 					for m := range g {
 						insts[len(insts)-1].members[m] = member{-1, -1}
 					}
 					byKey[key] = append(byKey[key], len(insts)-1)
 				}
 				in := &insts[byKey[key][k]]
-				if in.op != nd.Op || in.bytes != nd.Bytes {
-					return nil, fmt.Errorf("job: rank %d node %d: %s of %d bytes, but the matching collective of group %v on another rank is %s of %d bytes",
-						r, nd.ID, nd.Op, nd.Bytes, g, in.op, in.bytes)
+				if in.op != nd.Op || in.bytes != nd.Bytes || in.alg != alg {
+					return nil, fmt.Errorf("job: rank %d node %d: %s of %d bytes (%s), but the matching collective of group %v on another rank is %s of %d bytes (%s)",
+						r, nd.ID, nd.Op, nd.Bytes, alg, g, in.op, in.bytes, in.alg)
 				}
 				pos := slices.Index(g, r)
 				in.members[pos] = member{r, i}
@@ -354,13 +394,31 @@ type compiler struct {
 	conns map[[4]int]int // (src host, dst host, channel, QP) → Conn
 }
 
-// trigger adds a barrier trigger (its count grows with link) and returns
-// its ID.
-func (c *compiler) trigger(delay mtime.Picos) int {
+// trigger adds a barrier trigger of rank's (its count grows with link)
+// and returns its ID.
+func (c *compiler) trigger(delay mtime.Picos, rank int) int {
 	tr := &c.p.Workload.Triggers
 	id := len(*tr) + 1
 	*tr = append(*tr, workload.Trigger{ID: id, Kind: workload.Barrier, Delay: delay})
+	c.p.TriggerHosts = append(c.p.TriggerHosts, c.p.Hosts[rank])
 	return id
+}
+
+// ready returns a trigger of rank at that fires when at learns that rank
+// from has started (its trigger start fired): after the scale-up latency
+// if they share a server, else after Job.ReadyLatency (start itself when
+// that is 0).
+func (c *compiler) ready(start, at, from int) int {
+	lat := c.j.ReadyLatency
+	if c.local(at, from) {
+		lat = c.j.ScaleUp.Latency
+	}
+	if lat <= 0 {
+		return start
+	}
+	r := c.trigger(mtime.PicosOf(lat), at)
+	c.link(start, r)
+	return r
 }
 
 // link makes trigger from activate trigger to once more.
@@ -381,15 +439,15 @@ func (c *compiler) step(s int, insts []instance) {
 		if len(nodes) == 0 {
 			continue
 		}
-		ends[r] = c.trigger(0)
+		ends[r] = c.trigger(0, r)
 		for i := range nodes {
 			nd := &nodes[i]
 			ref := nodeRef{step: s, rank: r, node: nd, coll: -1}
 			if nd.Op == Compute {
-				ref.start = c.trigger(nd.Duration)
+				ref.start = c.trigger(nd.Duration, r)
 				ref.done = ref.start
 			} else {
-				ref.start, ref.done = c.trigger(0), c.trigger(0)
+				ref.start, ref.done = c.trigger(0, r), c.trigger(0, r)
 			}
 			p.nodes = append(p.nodes, ref)
 		}
@@ -452,20 +510,22 @@ func (c *compiler) instance(in instance, ranks, starts, dones []int) {
 		return
 	}
 	if in.op.Collective() && c.oneServer(ranks) {
-		c.inServer(in, starts, dones)
+		c.inServer(in, ranks, starts, dones)
 		return
 	}
-	switch in.op {
-	case AllReduce:
+	switch {
+	case in.alg == HalvingDoubling && in.op != AllToAll:
+		c.halvingDoubling(ranks, starts, dones, in.bytes, in.op != AllGather, in.op != ReduceScatter)
+	case in.op == AllReduce:
 		c.ring(ranks, starts, dones, in.bytes, 2*(n-1))
-	case AllGather, ReduceScatter:
+	case in.op == AllGather, in.op == ReduceScatter:
 		c.ring(ranks, starts, dones, in.bytes, n-1)
-	case AllToAll:
+	case in.op == AllToAll:
 		c.allToAll(ranks, starts, dones, in.bytes)
-	case Send:
-		t := c.trigger(0)
+	case in.op == Send:
+		t := c.trigger(0, ranks[0])
 		c.link(starts[0], t)
-		c.link(starts[1], t)
+		c.link(c.ready(starts[1], ranks[0], ranks[1]), t)
 		c.transfer(ranks[0], ranks[1], 0, in.bytes, t, dones[0], dones[1], 1)
 	}
 }
@@ -482,29 +542,36 @@ func (c *compiler) oneServer(ranks []int) bool {
 
 // inServer compiles a collective whose ranks share a server as one delay
 // from the last member's start to every member's end, by the alpha-beta
-// model of its algorithm over the scale-up domain: a ring's steps each
-// take the latency plus its share at the GPU's rate (2(n−1) steps of S/n
-// for all-reduce, n−1 for all-gather and reduce-scatter); an all-to-all
-// is the latency plus (n−1)·S/n at that rate.
-func (c *compiler) inServer(in instance, starts, dones []int) {
+// model of its algorithm over the scale-up domain: a latency per step
+// and (n−1)·S/n at the GPU's rate per pass (a ring's n−1 steps or
+// halving's or doubling's log₂ n; an all-reduce is two passes); an
+// all-to-all is the latency plus (n−1)·S/n at that rate.
+func (c *compiler) inServer(in instance, ranks, starts, dones []int) {
 	n := uint64(len(starts))
 	su := c.j.ScaleUp
 	ser := func(b uint64) mtime.Picos { return mtime.Picos(float64(b) * 8 / float64(su.BitsPerSec) * 1e12) }
 	lat := mtime.PicosOf(su.Latency)
 	var d mtime.Picos
+	steps := mtime.Picos(n - 1) // ring steps, or exchanges of halving or doubling
+	if in.alg == HalvingDoubling {
+		steps = mtime.Picos(bits.Len64(n) - 1)
+	}
+	pass := mtime.Picos(n-1) * ser(in.bytes/n) // (n−1)·S/n through the GPU's link
 	switch in.op {
 	case AllReduce:
-		d = mtime.Picos(2*(n-1)) * (lat + ser(in.bytes/n))
+		d = 2 * (steps*lat + pass)
 	case AllGather, ReduceScatter:
-		d = mtime.Picos(n-1) * (lat + ser(in.bytes/n))
+		d = steps*lat + pass
 	case AllToAll:
 		d = lat + ser((n-1)*(in.bytes/n))
 	}
-	t := c.trigger(d)
-	for i := range starts {
-		c.link(starts[i], t)
-	}
+	// Each member's copy of the delay, so that no member's end waits on
+	// another's trigger.
 	for i := range dones {
+		t := c.trigger(d, ranks[i])
+		for _, st := range starts {
+			c.link(st, t)
+		}
 		c.link(t, dones[i])
 	}
 }
@@ -512,7 +579,8 @@ func (c *compiler) inServer(in instance, starts, dones []int) {
 // ring compiles a ring collective of steps ring steps, each moving
 // bytes/n from every member to the next, on every channel, in chunks: a
 // chunk is forwarded once it has arrived from the previous step; the
-// first step waits for both neighbours to have started. A member is done
+// first step waits for the member to have started and for its next
+// neighbour's readiness to reach it (ready). A member is done
 // when its last step's chunks have been sent and received. Transfers
 // inside a server are serialised per channel, as on one link.
 func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
@@ -521,9 +589,13 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 	piece := bytes / uint64(n)
 	at := func(k, i, ck int) int { return (k*n+i)*chunks + ck }
 	hop := make([]int, steps*n*chunks)
+	ready := make([]int, n) // rank i knows its next has started
+	for i := range n {
+		ready[i] = c.ready(starts[(i+1)%n], ranks[i], ranks[(i+1)%n])
+	}
 	for ch := range j.Channels {
 		for x := range hop {
-			hop[x] = c.trigger(0)
+			hop[x] = c.trigger(0, ranks[x/chunks%n])
 		}
 		for k := range steps {
 			for i := range n {
@@ -533,7 +605,7 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 					t := hop[at(k, i, ck)]
 					if k == 0 {
 						c.link(starts[i], t)
-						c.link(starts[nx], t)
+						c.link(ready[i], t)
 					}
 					if local && ck > 0 {
 						c.link(hop[at(k, i, ck-1)], t)
@@ -554,8 +626,77 @@ func (c *compiler) ring(ranks, starts, dones []int, bytes uint64, steps int) {
 	}
 }
 
+// halvingDoubling compiles a collective by recursive halving (halve: the
+// reduce-scatter, exchanges with the partner at distance n/2, n/4, …, 1
+// of S/2, S/4, …, S/n) then recursive doubling (double: the all-gather,
+// distance 1, 2, …, n/2, S/n, 2S/n, …, S/2); n is a power of two. Each
+// exchange is split over the channels and chunks; it starts when the
+// rank has received all of its previous exchange (the first: when the
+// rank has started and its partner's readiness has reached it), and a
+// member is done when its last exchange has been sent and received. Transfers inside a server are serialised
+// per channel.
+func (c *compiler) halvingDoubling(ranks, starts, dones []int, bytes uint64, halve, double bool) {
+	n := len(ranks)
+	type exchange struct {
+		dist int
+		size uint64
+	}
+	var xs []exchange
+	if halve {
+		for d := n / 2; d >= 1; d /= 2 {
+			xs = append(xs, exchange{d, bytes / uint64(n) * uint64(d)})
+		}
+	}
+	if double {
+		for d := 1; d < n; d *= 2 {
+			xs = append(xs, exchange{d, bytes / uint64(n) * uint64(d)})
+		}
+	}
+	j := c.j
+	got := make([]int, n) // got[i]: rank i has received its previous exchange
+	for i := range got {  // before the first: its partner has started
+		p := i ^ xs[0].dist
+		got[i] = c.ready(starts[p], ranks[i], ranks[p])
+	}
+	for k, x := range xs {
+		last := k == len(xs)-1
+		next := make([]int, n)
+		if !last {
+			for i := range next {
+				next[i] = c.trigger(0, ranks[i])
+			}
+		}
+		for i := range n {
+			p := i ^ x.dist
+			local := c.local(ranks[i], ranks[p])
+			for ch := range j.Channels {
+				prev := 0
+				for ck := range j.Chunks {
+					t := c.trigger(0, ranks[i])
+					if k == 0 {
+						c.link(starts[i], t)
+					}
+					c.link(got[i], t)
+					if local && prev != 0 {
+						c.link(prev, t)
+					}
+					prev = t
+					sendDone, recvDone := 0, next[p]
+					if last {
+						sendDone, recvDone = dones[i], dones[p]
+					}
+					size := max(1, split(x.size, j.Channels*j.Chunks, ch*j.Chunks+ck))
+					c.transfer(ranks[i], ranks[p], ch, size, t, sendDone, recvDone, 1)
+				}
+			}
+		}
+		got = next
+	}
+}
+
 // allToAll compiles an all-to-all: every member sends bytes/n to every
-// other at once, once both have started; a member is done when it has
+// other at once, once it has started and the other's readiness has
+// reached it; a member is done when it has
 // sent and received all of them. A GPU's transfers inside its server
 // share its scale-up bandwidth.
 func (c *compiler) allToAll(ranks, starts, dones []int, bytes uint64) {
@@ -572,9 +713,9 @@ func (c *compiler) allToAll(ranks, starts, dones []int, bytes uint64) {
 			if k == i {
 				continue
 			}
-			t := c.trigger(0)
+			t := c.trigger(0, ranks[i])
 			c.link(starts[i], t)
-			c.link(starts[k], t)
+			c.link(c.ready(starts[k], ranks[i], ranks[k]), t)
 			if c.local(ranks[i], ranks[k]) {
 				c.transfer(ranks[i], ranks[k], 0, size, t, dones[i], dones[k], peers)
 				continue
@@ -600,11 +741,11 @@ func (c *compiler) transfer(a, b, ch int, size uint64, start, sendDone, recvDone
 		su := c.j.ScaleUp
 		ps := float64(size) * 8 * float64(share) / float64(su.BitsPerSec) * 1e12
 		wl.Triggers[start-1].Delay = mtime.Picos(ps)
-		arrive := c.trigger(mtime.PicosOf(su.Latency))
-		c.link(start, arrive)
-		for _, t := range []int{sendDone, recvDone} {
-			if t != 0 {
-				c.link(arrive, t)
+		for _, side := range [2][2]int{{sendDone, a}, {recvDone, b}} {
+			if side[0] != 0 {
+				arrive := c.trigger(mtime.PicosOf(su.Latency), side[1]) // at each end, for its own
+				c.link(start, arrive)
+				c.link(arrive, side[0])
 			}
 		}
 		return

@@ -73,7 +73,29 @@ type Node struct {
 	// Deps are the IDs of nodes of the same rank that must finish
 	// before this one starts.
 	Deps []int
+	// Algorithm is a collective's algorithm ("": the job's).
+	Algorithm Algorithm
 }
+
+// Algorithm names how an all-reduce, all-gather or reduce-scatter moves
+// its data.
+type Algorithm string
+
+const (
+	// Ring is NCCL's ring (the default): 2(n−1) steps for an
+	// all-reduce, n−1 for the others, each of S/n per rank, chunks
+	// pipelined from step to step.
+	Ring Algorithm = "ring"
+	// HalvingDoubling is recursive halving for the reduce-scatter
+	// (log₂ n exchanges with the partner at distance n/2, n/4, …, 1,
+	// each of half the data before) and recursive doubling for the
+	// all-gather (distance 1, 2, …, n/2, each of twice the data), an
+	// all-reduce being both: Rabenseifner's all-reduce, as MPICH runs
+	// it (Thakur, Rabenseifner and Gropp, "Optimization of collective
+	// communication operations in MPICH", IJHPCA 2005). The group's
+	// size must be a power of two.
+	HalvingDoubling Algorithm = "halving_doubling"
+)
 
 // Placement names how ranks map onto hosts.
 type Placement string
@@ -126,6 +148,16 @@ type Job struct {
 	// chunk as soon as it has received it.
 	Channels int
 	Chunks   int
+	// ReadyLatency is how long a rank's readiness takes to reach the
+	// rank that sends to it over the fabric (NCCL's receiver posting
+	// its buffer to the sender): the first transfer of a collective
+	// into a rank leaves that long after the rank has started the
+	// collective (inside a server, ScaleUp.Latency after). 0: at once;
+	// the scenario sets the fabric's one-way time for a small packet.
+	ReadyLatency time.Duration
+	// Algorithm is the collectives' default algorithm (default Ring;
+	// all-to-all and send/recv have one way only).
+	Algorithm Algorithm
 	// QPsPerConnection is NCCL_IB_QPS_PER_CONNECTION (default 1): each
 	// (rank pair, channel) connection has this many QPs, created once
 	// at job start and reused by every step; each chunk is split evenly

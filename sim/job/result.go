@@ -31,6 +31,45 @@ type Result struct {
 	Conns       int                `json:"connections"`
 	Collectives []CollectiveResult `json:"collectives"`
 	Straggler   *Straggler         `json:"straggler"` // the slowest step; null if none finished
+	// Timeline is a representative set of ranks' time lines over the
+	// finished steps, for plots: rank 0, the straggler's rank and ranks
+	// spread evenly between, at most TimelineRanks, in rank order.
+	Timeline []RankTimeline `json:"timeline"`
+}
+
+// TimelineRanks is how many ranks Result.Timeline shows at most.
+const TimelineRanks = 8
+
+// RankTimeline is when one rank computed and when it had communication
+// in flight, over its finished steps. Intervals are [from, to] in
+// nanoseconds, merged where they overlap, in time order; a rank with
+// more than MaxTimelineSpans of a kind has its shortest gaps closed
+// (below a plot's resolution).
+type RankTimeline struct {
+	Rank int `json:"rank"`
+	Host int `json:"host"`
+	// Straggler: this rank finished the slowest step last.
+	Straggler bool `json:"straggler"`
+	// StepEndNs[k] is when the rank finished step k.
+	StepEndNs []int64    `json:"step_end_ns"`
+	ComputeNs [][2]int64 `json:"compute_ns"`
+	CommNs    [][2]int64 `json:"comm_ns"`
+}
+
+// MaxTimelineSpans bounds the intervals of one kind in a RankTimeline.
+const MaxTimelineSpans = 2000
+
+// ExposedNs returns the rank's exposed communication: communication in
+// flight with no compute running (CommNs less ComputeNs).
+func (t *RankTimeline) ExposedNs() [][2]int64 {
+	comm, comp := spans(t.CommNs), spans(t.ComputeNs)
+	return pairs(subtract(comm, comp))
+}
+
+// OverlappedNs returns the rank's communication hidden under compute
+// (CommNs and ComputeNs both).
+func (t *RankTimeline) OverlappedNs() [][2]int64 {
+	return pairs(intersect(spans(t.CommNs), spans(t.ComputeNs)))
 }
 
 // CollectiveResult summarises the collectives (or send/recv pairs) of
@@ -78,6 +117,49 @@ type Straggler struct {
 	// FlowFailures names the failed elements that flow's connection sent
 	// data into (filled by the simulator; empty when it met none).
 	FlowFailures []string `json:"flow_failures"`
+	// Critical is the slowest flow on the step's critical path to the
+	// rank's end (nil: none over the fabric).
+	Critical *CriticalFlow `json:"critical_flow"`
+}
+
+// CriticalFlow is, of the flows on a step's critical path (the chain of
+// dependencies, each the last to arrive, that ended the straggler's
+// step), the one that took longest from its start to its receiver
+// having every byte: the transfer that held the step up, wherever in the
+// job it ran.
+type CriticalFlow struct {
+	Flow    int   `json:"flow"` // its ID
+	Src     int   `json:"src"`  // hosts
+	Dst     int   `json:"dst"`
+	StartNs int64 `json:"start_ns"`
+	RecvNs  int64 `json:"recv_ns"`
+	// PathFlows is how many flows the critical path holds in the step.
+	PathFlows int `json:"path_flows"`
+	// HotLink is the switch port where its connection lost the most time
+	// to congestion, Failures the failed elements its connection sent
+	// data into (both filled by the simulator; nil when it met none).
+	HotLink  *HotLink `json:"hot_link"`
+	Failures []string `json:"failures"`
+}
+
+// HotLink is the congestion one connection met at one switch port over
+// the run.
+type HotLink struct {
+	// Link names the port by its switch and the node it sends to:
+	// "t0-p1-3→h7".
+	Link string `json:"link"`
+	// WaitedPackets of the connection's packets waited in the port's
+	// queue longer than a fifth of the fabric's base RTT (where ECN
+	// marking starts), WaitedNs in total.
+	WaitedPackets uint64 `json:"waited_packets"`
+	WaitedNs      int64  `json:"waited_ns"`
+	// Trimmed and Dropped count its packets the port trimmed, or dropped
+	// for want of queue room.
+	Trimmed uint64 `json:"trimmed"`
+	Dropped uint64 `json:"dropped"`
+	// PeakQueueBytes is the port's deepest queue over the run, every
+	// flow's packets counted.
+	PeakQueueBytes int64 `json:"peak_queue_bytes"`
 }
 
 // BusFactor is NCCL's bus-bandwidth factor of op over n ranks.
@@ -93,12 +175,21 @@ func BusFactor(op Op, n int) float64 {
 	return 1
 }
 
-// Report reads a run's results from fired: when each trigger of the
-// plan's workload first fired (in order; negative: never), as
-// sim.World.TriggerTimes returns them, and recv: when each of its flows
-// reached its receiver (negative: never; nil: not known), both for the
-// whole run's workload (see TriggerOffset and FlowOffset).
-func (p *Plan) Report(fired, recv []time.Duration) *Result {
+// Times are when a run's triggers fired and its flows started and
+// finished, for Report: for the whole run's workload (see TriggerOffset
+// and FlowOffset), negative for never.
+type Times struct {
+	// Fired is when each trigger first fired, in order, as
+	// sim.World.TriggerTimes returns them.
+	Fired []time.Duration
+	// Start, Send and Recv are when each flow started, had every byte
+	// acknowledged and had every byte at its receiver (nil: not known).
+	Start, Send, Recv []time.Duration
+}
+
+// Report reads a run's results from its times.
+func (p *Plan) Report(t Times) *Result {
+	fired := t.Fired
 	at := func(id int) int64 {
 		i := p.TriggerOffset + id - 1
 		if id <= 0 || i >= len(fired) {
@@ -141,20 +232,24 @@ func (p *Plan) Report(fired, recv []time.Duration) *Result {
 		slices.Sort(sorted)
 		r.StepP99Ns = sorted[(len(sorted)*99+99)/100-1]
 	}
-	p.fractions(r, at)
+	comp, comm := p.intervals(r, at)
+	p.fractions(r, at, comp, comm)
 	p.collectives(r, at)
-	p.straggler(r, at, endOf, recv)
+	p.straggler(r, at, endOf, t)
+	p.timeline(r, at, comp, comm)
 	return r
 }
 
 // span is a time interval in nanoseconds.
 type span struct{ from, to int64 }
 
-// fractions fills the compute, exposed-communication and idle shares,
-// from each finished rank step's intervals.
-func (p *Plan) fractions(r *Result, at func(int) int64) {
-	type key struct{ step, rank int }
-	comp, comm := map[key][]span{}, map[key][]span{}
+// rankStep names one rank's step.
+type rankStep struct{ step, rank int }
+
+// intervals returns, for each finished step of each rank, the merged
+// intervals with compute running and with communication in flight.
+func (p *Plan) intervals(r *Result, at func(int) int64) (comp, comm map[rankStep][]span) {
+	comp, comm = map[rankStep][]span{}, map[rankStep][]span{}
 	for _, n := range p.nodes {
 		if n.step >= r.StepsDone {
 			continue
@@ -163,13 +258,25 @@ func (p *Plan) fractions(r *Result, at func(int) int64) {
 		if end < 0 {
 			continue
 		}
-		k := key{n.step, n.rank}
+		k := rankStep{n.step, n.rank}
 		if n.node.Op == Compute {
 			comp[k] = append(comp[k], span{end - n.node.Duration.Nanoseconds(), end})
 		} else if start := at(n.start); start >= 0 {
 			comm[k] = append(comm[k], span{start, end})
 		}
 	}
+	for k, v := range comp {
+		comp[k] = union(v)
+	}
+	for k, v := range comm {
+		comm[k] = union(v)
+	}
+	return comp, comm
+}
+
+// fractions fills the compute, exposed-communication and idle shares,
+// from each finished rank step's intervals.
+func (p *Plan) fractions(r *Result, at func(int) int64, comp, comm map[rankStep][]span) {
 	var total, busy, exposed float64
 	for s := range r.StepsDone {
 		for rank, e := range p.ends[s] {
@@ -180,17 +287,51 @@ func (p *Plan) fractions(r *Result, at func(int) int64) {
 			if s > 0 && p.ends[s-1][rank] != 0 {
 				from = at(p.ends[s-1][rank])
 			}
-			k := key{s, rank}
+			k := rankStep{s, rank}
 			total += float64(at(e) - from)
-			cu := union(comp[k])
-			busy += float64(length(cu))
-			exposed += float64(length(union(comm[k])) - length(intersect(union(comm[k]), cu)))
+			busy += float64(length(comp[k]))
+			exposed += float64(length(subtract(comm[k], comp[k])))
 		}
 	}
 	if total > 0 {
 		r.ComputeFraction = busy / total
 		r.ExposedCommFraction = exposed / total
 		r.GPUIdleFraction = 1 - r.ComputeFraction
+	}
+}
+
+// timeline fills r.Timeline: rank 0, the straggler's rank and ranks
+// spread evenly, TimelineRanks at most.
+func (p *Plan) timeline(r *Result, at func(int) int64, comp, comm map[rankStep][]span) {
+	if r.StepsDone == 0 {
+		return
+	}
+	n := len(p.Job.Ranks)
+	pick := map[int]bool{}
+	if r.Straggler != nil && r.Straggler.Rank >= 0 {
+		pick[r.Straggler.Rank] = true
+	}
+	// i·n/TimelineRanks for i = 0, 1, …: every rank when there are no
+	// more than TimelineRanks.
+	for i := 0; len(pick) < min(n, TimelineRanks); i++ {
+		pick[i*n/TimelineRanks] = true
+	}
+	for rank := range n {
+		if !pick[rank] {
+			continue
+		}
+		rt := RankTimeline{Rank: rank, Host: p.Hosts[rank], Straggler: r.Straggler != nil && r.Straggler.Rank == rank}
+		var cu, cm []span
+		for s := range r.StepsDone {
+			if e := p.ends[s][rank]; e != 0 {
+				rt.StepEndNs = append(rt.StepEndNs, at(e))
+			}
+			cu = append(cu, comp[rankStep{s, rank}]...)
+			cm = append(cm, comm[rankStep{s, rank}]...)
+		}
+		rt.ComputeNs = pairs(coarsen(union(cu), MaxTimelineSpans))
+		rt.CommNs = pairs(coarsen(union(cm), MaxTimelineSpans))
+		r.Timeline = append(r.Timeline, rt)
 	}
 }
 
@@ -222,6 +363,68 @@ func intersect(a, b []span) []span {
 		} else {
 			j++
 		}
+	}
+	return out
+}
+
+// subtract returns the parts of union a outside union b.
+func subtract(a, b []span) []span {
+	var out []span
+	j := 0
+	for _, x := range a {
+		from := x.from
+		for j < len(b) && b[j].to <= from {
+			j++
+		}
+		for k := j; k < len(b) && b[k].from < x.to; k++ {
+			if b[k].from > from {
+				out = append(out, span{from, b[k].from})
+			}
+			from = max(from, b[k].to)
+		}
+		if from < x.to {
+			out = append(out, span{from, x.to})
+		}
+	}
+	return out
+}
+
+// coarsen closes the shortest gaps of union s until it has at most max
+// spans.
+func coarsen(s []span, max int) []span {
+	if len(s) <= max {
+		return s
+	}
+	gaps := make([]int64, len(s)-1)
+	for i := range gaps {
+		gaps[i] = s[i+1].from - s[i].to
+	}
+	slices.Sort(gaps)
+	limit := gaps[len(s)-max-1] // closing every gap up to this one leaves at most max
+	out := s[:1:1]
+	for _, x := range s[1:] {
+		if n := len(out); x.from-out[n-1].to <= limit {
+			out[n-1].to = x.to
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// spans converts [from, to] pairs to spans; pairs the other way.
+func spans(ps [][2]int64) []span {
+	out := make([]span, len(ps))
+	for i, p := range ps {
+		out[i] = span{p[0], p[1]}
+	}
+	return out
+}
+
+func pairs(s []span) [][2]int64 {
+	out := make([][2]int64, len(s))
+	for i, x := range s {
+		out[i] = [2]int64{x.from, x.to}
 	}
 	return out
 }
@@ -299,7 +502,7 @@ func opOf(name string) Op {
 
 // straggler finds the slowest finished step's last rank and what held
 // it up.
-func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []time.Duration) {
+func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, t Times) {
 	if r.StepsDone == 0 {
 		return
 	}
@@ -336,6 +539,7 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []ti
 			}
 		}
 	}
+	recv := t.Recv
 	if longest >= 0 && recv != nil {
 		fl := p.colls[longest].flows
 		for i := fl[0]; i < fl[1] && p.FlowOffset+i < len(recv); i++ {
@@ -346,7 +550,83 @@ func (p *Plan) straggler(r *Result, at func(int) int64, endOf []int64, recv []ti
 			}
 		}
 	}
+	st.Critical = p.critical(at, p.ends[s][st.Rank], st.StepStartNs, t)
 	r.Straggler = st
+}
+
+// critical walks back from trigger end (a rank's step end) along the
+// activations that came last, as far as the step's start at from (ns),
+// and returns the flow on that path that took longest.
+func (p *Plan) critical(at func(int) int64, end int, from int64, t Times) *CriticalFlow {
+	if t.Start == nil || t.Recv == nil || t.Send == nil {
+		return nil
+	}
+	wl := p.Workload
+	flowAt := func(i int, side []time.Duration) int64 {
+		if k := p.FlowOffset + i; k < len(side) {
+			return side[k].Nanoseconds()
+		}
+		return -1
+	}
+	// Who activates each trigger: another trigger, or a flow's send or
+	// receive side.
+	type activator struct {
+		trig, flow int // a trigger's ID, or else a flow's index
+		recv       bool
+	}
+	by := make([][]activator, len(wl.Triggers))
+	for i, tr := range wl.Triggers {
+		for _, a := range tr.Activates {
+			by[a-1] = append(by[a-1], activator{trig: i + 1})
+		}
+	}
+	for i, f := range wl.Flows {
+		if f.SendDoneTrigger != 0 {
+			by[f.SendDoneTrigger-1] = append(by[f.SendDoneTrigger-1], activator{flow: i})
+		}
+		if f.RecvDoneTrigger != 0 {
+			by[f.RecvDoneTrigger-1] = append(by[f.RecvDoneTrigger-1], activator{flow: i, recv: true})
+		}
+	}
+	var best *CriticalFlow
+	onPath := 0
+	for cur, hops := end, 0; cur != 0 && at(cur) >= from && hops <= len(wl.Triggers); hops++ {
+		// The activation that came last set the trigger off.
+		var last activator
+		lastAt := int64(-1)
+		for _, a := range by[cur-1] {
+			var when int64
+			switch {
+			case a.trig != 0:
+				when = at(a.trig)
+			case a.recv:
+				when = flowAt(a.flow, t.Recv)
+			default:
+				when = flowAt(a.flow, t.Send)
+			}
+			if when > lastAt {
+				last, lastAt = a, when
+			}
+		}
+		if lastAt < from {
+			break
+		}
+		if last.trig != 0 {
+			cur = last.trig
+			continue
+		}
+		f := &wl.Flows[last.flow]
+		onPath++
+		start, recv := flowAt(last.flow, t.Start), flowAt(last.flow, t.Recv)
+		if best == nil || recv-start > best.RecvNs-best.StartNs {
+			best = &CriticalFlow{Flow: p.FlowOffset + last.flow + 1, Src: f.Src, Dst: f.Dst, StartNs: start, RecvNs: recv}
+		}
+		cur = f.Trigger
+	}
+	if best != nil {
+		best.PathFlows = onPath
+	}
+	return best
 }
 
 func label(n *Node) string {

@@ -236,6 +236,14 @@ func (r *pathRule) path(plane int, ev wire.EV) [16]byte {
 // and two, or in three tiers four, fabric links) each way, and every
 // switch's latency.
 func (t *Topology) BaseRTT(dataWire, ackWire int) time.Duration {
+	return roundUp(t.oneWay(dataWire) + t.oneWay(ackWire))
+}
+
+// OneWay returns the unloaded time a packet of wire bytes takes over the
+// longest path, as BaseRTT counts it.
+func (t *Topology) OneWay(wire int) time.Duration { return roundUp(t.oneWay(wire)) }
+
+func (t *Topology) oneWay(wire int) mtime.Picos {
 	var hostRate, fabRate int64
 	var hostDelay, fabDelay, lat mtime.Picos
 	switch t.Kind {
@@ -250,10 +258,12 @@ func (t *Topology) BaseRTT(dataWire, ackWire int) time.Duration {
 		return mtime.Picos((int64(n)*8*1_000_000_000_000 + rate - 1) / rate)
 	}
 	fab := mtime.Picos(t.Hops() - 2) // fabric links on the longest path
-	oneWay := func(n int) mtime.Picos {
-		return 2*(ser(n, hostRate)+hostDelay) + fab*(ser(n, fabRate)+fabDelay) + (fab+1)*lat
-	}
-	return time.Duration((oneWay(dataWire) + oneWay(ackWire) + mtime.PicosPerNano - 1) / mtime.PicosPerNano) // rounded up
+	return 2*(ser(wire, hostRate)+hostDelay) + fab*(ser(wire, fabRate)+fabDelay) + (fab+1)*lat
+}
+
+// roundUp rounds p up to whole nanoseconds.
+func roundUp(p mtime.Picos) time.Duration {
+	return time.Duration((p + mtime.PicosPerNano - 1) / mtime.PicosPerNano)
 }
 
 // ---- element names ---------------------------------------------------------

@@ -284,14 +284,3 @@ func RingAllReduce(hosts int, size uint64, chunks int) (*Workload, error) {
 	w.number()
 	return w, nil
 }
-
-// SharesConnections reports whether any flow names a shared connection
-// (Flow.Conn).
-func (w *Workload) SharesConnections() bool {
-	for _, f := range w.Flows {
-		if f.Conn != 0 {
-			return true
-		}
-	}
-	return false
-}

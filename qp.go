@@ -427,7 +427,7 @@ func (q *QP) onTimer(now mtime.Time) {
 		return
 	}
 	q.rx.onTimer(q, now)
-	q.evs.ExpireProbes(now)
+	q.evs.ExpireProbes(now, nil)
 	if q.state == verbs.StateRTS {
 		q.tx.onTimer(q, now)
 	}

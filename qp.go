@@ -471,17 +471,25 @@ func (q *QP) retirePath(now mtime.Time, slot evset.Slot) bool {
 	if !q.evs.OnBad(now, slot, evset.ReasonLoss) {
 		return false
 	}
+	q.samePath(slot, func(o evset.Slot) { q.evs.OnBad(now, o, evset.ReasonLoss) })
+	return true
+}
+
+// samePath calls f for every EV of q but slot on slot's plane and path:
+// with SRv6 paths, the EVs that share its fate. Without them an EV is
+// only itself.
+func (q *QP) samePath(slot evset.Slot, f func(evset.Slot)) {
 	if q.paths == nil {
-		return true
+		return
 	}
-	ev := q.evs.Value(slot)
+	ev := wire.EV(q.evs.Value(slot))
 	for i := range q.evs.Len() {
-		other := evset.Slot(i)
-		if v := q.evs.Value(other); other != slot && wire.EV(v).Plane() == wire.EV(ev).Plane() && wire.EV(v).Path() == wire.EV(ev).Path() {
-			q.evs.OnBad(now, other, evset.ReasonLoss)
+		if o := evset.Slot(i); o != slot {
+			if v := wire.EV(q.evs.Value(o)); v.Plane() == ev.Plane() && v.Path() == ev.Path() {
+				f(o)
+			}
 		}
 	}
-	return true
 }
 
 // slotOf returns the slot of EV value ev, if it is one of the QP's.

@@ -36,8 +36,16 @@ type planeStreak struct {
 // plane was alive after it left, and the loss was its path's (several
 // dead T1s of one plane lose packets in one burst), or the packet waited
 // in a queue the plane's failure emptied.
+//
+// The endpoint's other QPs hear of the path or plane (pathshare.go): a
+// retirement here begins with the QP's own loss timer, which a packet
+// from the network cannot set off (a probe's answer may only confirm it).
 func (q *QP) retireLost(now mtime.Time, slot evset.Slot, sentAt mtime.Time) {
-	if !q.retirePath(now, slot) || q.evs.Config().Planes < 2 {
+	if !q.retirePath(now, slot) {
+		return
+	}
+	q.ep.pathLost(now, q, slot, false)
+	if q.evs.Config().Planes < 2 {
 		return // with one plane there is no other to move to
 	}
 	st := q.tx.streak(q, q.evs.Plane(slot))
@@ -53,11 +61,15 @@ func (q *QP) retireLost(now mtime.Time, slot evset.Slot, sentAt mtime.Time) {
 	}
 	st.paths = 0
 	p := q.evs.Plane(slot)
+	var plane []evset.Slot
 	for i := range q.evs.Len() {
 		if other := evset.Slot(i); q.evs.Plane(other) == p {
 			q.evs.OnBad(now, other, evset.ReasonLoss)
+			plane = append(plane, other)
 		}
 	}
+	q.groupRetired(plane)
+	q.ep.pathLost(now, q, slot, true)
 }
 
 // streak returns plane p's loss streak, allocating the table on first

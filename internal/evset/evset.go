@@ -545,9 +545,6 @@ func (s *Set) Doubt(now mtime.Time, slots []Slot) int {
 	return n
 }
 
-// Doubted reports whether the EV in slot is doubted (Doubt).
-func (s *Set) Doubted(slot Slot) bool { return s.doubtIndex(slot) >= 0 }
-
 func (s *Set) doubtIndex(slot Slot) int {
 	for i := range s.doubts {
 		if s.doubts[i].slot == slot {
@@ -557,24 +554,30 @@ func (s *Set) doubtIndex(slot Slot) int {
 	return -1
 }
 
-// removeDoubt stops doubting slot. A lead with followers hands its
-// probe to the first of them, due at now.
+// removeDoubt stops doubting slot.
 func (s *Set) removeDoubt(now mtime.Time, slot Slot) {
-	i := s.doubtIndex(slot)
-	if i < 0 {
-		return
+	if i := s.doubtIndex(slot); i >= 0 {
+		s.doubts = s.unlist(now, s.doubts, i)
 	}
-	s.doubts = append(s.doubts[:i], s.doubts[i+1:]...)
+}
+
+// unlist removes entry i from list, a list of probes, and returns it. The
+// entries entry i led follow the first of them from now on, whose probe
+// falls due at now, at the first interval.
+func (s *Set) unlist(now mtime.Time, list []probe, i int) []probe {
+	slot := list[i].slot
+	list = append(list[:i], list[i+1:]...)
 	next := -1
-	for j := range s.doubts {
-		if d := &s.doubts[j]; d.lead == slot {
+	for j := range list {
+		if pr := &list[j]; pr.lead == slot {
 			if next < 0 {
 				next = j
-				d.at = now
+				pr.every, pr.at = s.cfg.ProbeInterval, now
 			}
-			d.lead = s.doubts[next].slot
+			pr.lead = list[next].slot
 		}
 	}
+	return list
 }
 
 // takeDoubts removes the doubts led by lead and appends their slots to
@@ -637,23 +640,10 @@ func (s *Set) removeBackup(slot Slot) {
 	}
 }
 
-// removeRetired takes slot off the retired list. A lead with followers
-// hands its probes to the first of them, due at now.
+// removeRetired takes slot off the retired list.
 func (s *Set) removeRetired(now mtime.Time, slot Slot) {
-	i := s.retiredIndex(slot)
-	if i < 0 {
-		return
-	}
-	s.retired = append(s.retired[:i], s.retired[i+1:]...)
-	next := -1
-	for j := range s.retired {
-		if pr := &s.retired[j]; pr.lead == slot {
-			if next < 0 {
-				next = j
-				pr.every, pr.at = s.cfg.ProbeInterval, now
-			}
-			pr.lead = s.retired[next].slot
-		}
+	if i := s.retiredIndex(slot); i >= 0 {
+		s.retired = s.unlist(now, s.retired, i)
 	}
 }
 

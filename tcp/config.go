@@ -198,4 +198,7 @@ type ConnectAttr struct {
 	// SendISN and RecvISN are the initial sequence numbers of the two
 	// directions (default 0; the peer must be given the mirror image).
 	SendISN, RecvISN uint32
+	// Owner, if set, makes the connection a subflow of a multipath
+	// connection (see Owner).
+	Owner Owner
 }

@@ -34,8 +34,8 @@ type Endpoint struct {
 	nextPort int
 	timers   timerq.Heap[*Conn]
 
-	rxIP  wire.IPv6
-	rxTCP Header
+	rxIP         wire.IPv6
+	rxTCP, txTCP Header
 }
 
 // NewEndpoint returns an endpoint with cfg. Every port starts up.

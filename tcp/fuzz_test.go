@@ -42,18 +42,18 @@ func checkSender(t *testing.T, q *Conn) {
 // ascending, above nxt and counted right.
 func checkReceiver(t *testing.T, q *Conn) {
 	t.Helper()
-	r := &q.rcv
+	r := &q.rcv.stream
 	var n uint64
-	prev := r.nxt
-	for i, s := range r.ooo {
-		if s.start <= prev || s.end <= s.start {
-			t.Fatalf("range %d [%d, %d) after %d", i, s.start, s.end, prev)
+	prev := r.Next()
+	for i, s := range r.Ranges() {
+		if s.Start <= prev || s.End <= s.Start {
+			t.Fatalf("range %d [%d, %d) after %d", i, s.Start, s.End, prev)
 		}
-		prev = s.end
-		n += s.end - s.start
+		prev = s.End
+		n += s.End - s.Start
 	}
-	if n != r.oooLen || q.stats.PayloadReceived != r.nxt+n {
-		t.Fatalf("out of order %d bytes (counted %d), received %d, nxt %d", n, r.oooLen, q.stats.PayloadReceived, r.nxt)
+	if r.Next()+n != r.Received() || q.stats.PayloadReceived != r.Received() {
+		t.Fatalf("out of order %d bytes (counted %d), received %d, nxt %d", n, r.Received()-r.Next(), q.stats.PayloadReceived, r.Next())
 	}
 }
 
@@ -88,11 +88,11 @@ func FuzzHandleDatagram(f *testing.F) {
 		d.after(to)
 		checkSender(t, fl.snd)
 		checkReceiver(t, fl.rcv)
-		before := fl.rcv.rcv.nxt
-		d.run(200_000_000, func() bool { return fl.rcv.rcv.nxt > before+1<<16 || fl.finished() })
+		before := fl.rcv.rcv.stream.Next()
+		d.run(200_000_000, func() bool { return fl.rcv.rcv.stream.Next() > before+1<<16 || fl.finished() })
 		checkSender(t, fl.snd)
-		if toReceiver && fl.rcv.rcv.nxt <= before && !fl.finished() {
-			t.Fatalf("no progress after the fuzzed segment: %d bytes in order, %d posted", fl.rcv.rcv.nxt, fl.posted)
+		if toReceiver && fl.rcv.rcv.stream.Next() <= before && !fl.finished() {
+			t.Fatalf("no progress after the fuzzed segment: %d bytes in order, %d posted", fl.rcv.rcv.stream.Next(), fl.posted)
 		}
 	})
 }

@@ -37,12 +37,12 @@ func longFlows(t *testing.T, v Variant, n int, buffer int, warm, end time.Durati
 	d.watch, d.warm = n, int(warm)
 	base := make([]uint64, n)
 	for h, f := range fs {
-		base[h] = f.rcv.rcv.nxt
+		base[h] = f.rcv.rcv.stream.Next()
 	}
 	d.run(end, nil)
 	r := longResult{meanQ: int(d.meanQueue()), maxQ: d.qMax, drops: d.sw.Counters.Drops[vswitch.DropQueueFull]}
 	for h, f := range fs {
-		r.gbps = append(r.gbps, float64(f.rcv.rcv.nxt-base[h])*8/(end-warm).Seconds()/1e9)
+		r.gbps = append(r.gbps, float64(f.rcv.rcv.stream.Next()-base[h])*8/(end-warm).Seconds()/1e9)
 	}
 	return r
 }

@@ -17,7 +17,7 @@ func lossyTail(t *testing.T, rack bool, lose ...int) (time.Duration, uint64) {
 	t.Helper()
 	d := newDumbbell(t, 2, 10e9, 5*time.Microsecond, Config{DisableRACK: !rack}, vswitch.QueueConfig{Buffer: 1 << 20})
 	seen := map[uint32]bool{}
-	d.drop = func(pkt []byte) bool {
+	d.Drop = func(pkt []byte) bool {
 		ip := binary.BigEndian.Uint16(pkt[4:])
 		hl := int(pkt[wire.IPv6Len+12]>>4) * 4
 		if int(ip) == hl { // an ACK
@@ -35,10 +35,10 @@ func lossyTail(t *testing.T, rack bool, lose ...int) (time.Duration, uint64) {
 	}
 	f := startFlow(d, 0, 1, 64<<10)
 	track(d, f)
-	if !d.run(5*time.Second, f.finished) {
+	if !d.Run(5*time.Second, f.finished) {
 		t.Fatalf("rack=%v lose %v: not done", rack, lose)
 	}
-	return d.now.Sub(0), f.snd.Stats().RetryTimeouts
+	return d.Now.Sub(0), f.snd.Stats().RetryTimeouts
 }
 
 // TestRACKTLP: a lost tail, or a hole with fewer than DupThresh segments

@@ -7,6 +7,7 @@ package dumbbell
 
 import (
 	"container/heap"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -62,6 +63,19 @@ type Net struct {
 	// Drop, when set, is asked about every packet reaching the switch
 	// and loses those it returns true for.
 	Drop func(pkt []byte) bool
+	jitter  time.Duration // see SetJitter
+	rng     *rand.Rand
+	arrival []mtime.Time // per host link: the last arrival at the switch
+}
+
+// SetJitter delays each packet from a host to the switch by a further
+// uniform random time in [0, max), drawn from seed, keeping each link's
+// order. It breaks the phase effects of a deterministic tail-drop queue
+// (Floyd and Jacobson, "On traffic phase effects in packet-switched
+// gateways", 1992), where one host's packets can always find the queue
+// full and another's never.
+func (d *Net) SetJitter(max time.Duration, seed uint64) {
+	d.jitter, d.rng = max, rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
 }
 
 type evKind uint8
@@ -114,7 +128,7 @@ func New(t testing.TB, hosts []Host, rate int64, delay time.Duration, q vswitch.
 	}
 	d := &Net{T: t, rate: rate, delay: delay, hosts: hosts, Sw: sw, pkts: map[vswitch.Handle][]byte{}, wls: map[vswitch.Handle]int{},
 		host: make([]vswitch.Transmitter, n), port: make([]vswitch.Transmitter, n), busy: make([]bool, n),
-		timer: make([]mtime.Time, n), Watch: -1}
+		timer: make([]mtime.Time, n), Watch: -1, arrival: make([]mtime.Time, n)}
 	for h := range n {
 		a := Addr(h).As16()
 		if err := sw.AddRoute(a, 128, h); err != nil {
@@ -150,7 +164,12 @@ func (d *Net) transmit(h int) {
 	}
 	done := ceilNanos(d.host[h].Start(d.ps(d.Now), tx.WireLen))
 	d.push(ev{at: done, kind: evHostTx, h: h})
-	d.push(ev{at: done.Add(d.delay), kind: evAtSw, h: h, pkt: buf[:tx.Len], wl: tx.WireLen})
+	at := done.Add(d.delay)
+	if d.jitter > 0 {
+		at = max(at.Add(time.Duration(d.rng.Int64N(int64(d.jitter)))), d.arrival[h])
+		d.arrival[h] = at
+	}
+	d.push(ev{at: at, kind: evAtSw, h: h, pkt: buf[:tx.Len], wl: tx.WireLen})
 }
 
 // ceilNanos rounds p up to whole nanoseconds, so that a port is free at

@@ -62,7 +62,7 @@ type Net struct {
 	OnEvent func(h int, ev verbs.Event)
 	// Drop, when set, is asked about every packet reaching the switch
 	// and loses those it returns true for.
-	Drop func(pkt []byte) bool
+	Drop    func(pkt []byte) bool
 	jitter  time.Duration // see SetJitter
 	rng     *rand.Rand
 	arrival []mtime.Time // per host link: the last arrival at the switch

@@ -72,6 +72,10 @@ func (c *Conn) QPN() uint32 { return c.qpn }
 // Subflow returns subflow i's TCP connection, for inspection.
 func (c *Conn) Subflow(i int) *tcp.Conn { return c.subs[i].q }
 
+// Received returns the data bytes received, each counted once, in order
+// or not (Stats().PayloadReceived, without summing the subflows).
+func (c *Conn) Received() uint64 { return c.rcv.Received() }
+
 // Stats returns the connection's counters: its data level's and its
 // subflows' summed.
 func (c *Conn) Stats() Stats {

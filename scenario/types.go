@@ -92,6 +92,8 @@ type Transport struct {
 	EV *EVProfile `yaml:"ev"`
 	// TCP overrides the TCP parameters (tcp and dctcp).
 	TCP *TCPParams `yaml:"tcp"`
+	// MPTCP overrides the MPTCP parameters (mptcp).
+	MPTCP *MPTCPParams `yaml:"mptcp"`
 
 	line int
 }
@@ -106,6 +108,15 @@ type TCPParams struct {
 	DupThresh  int      `yaml:"dupthresh"`
 	MSS        int      `yaml:"mss"`
 	RACK       *bool    `yaml:"rack"`
+}
+
+// MPTCPParams are mptcp.Config's parameters in YAML: the number of
+// subflows, the congestion control (lia, olia or uncoupled) and the
+// subflows' TCP parameters; zero fields keep the base's (docs/mptcp.md).
+type MPTCPParams struct {
+	Subflows  int    `yaml:"subflows"`
+	CC        string `yaml:"cc"`
+	TCPParams `yaml:",inline"`
 }
 
 // EVProfile is mrc.EVProfile in YAML; zero fields keep the base's.

@@ -59,3 +59,19 @@ func TestRACKTLP(t *testing.T) {
 		}
 	}
 }
+
+// TestFastRetransmitWhateverTheWindow: the segment that opens a loss
+// episode is resent at once even when what is still in flight fills the
+// halved window (RFC 5681 §3.2 step 4, RFC 6675 §5 step 4.3: the fast
+// retransmit is not subject to cwnd). Of the last six segments, the
+// first and the last four are lost: RACK declares the first lost once
+// the one after it is delivered, the window halves to three segments
+// with four still in flight, and only the retransmission's delivery can
+// show the others lost before the 200 ms timeout.
+func TestFastRetransmitWhateverTheWindow(t *testing.T) {
+	took, rtos := lossyTail(t, true, 10, 12, 13, 14, 15)
+	t.Logf("%v, %d timeouts", took, rtos)
+	if rtos != 0 || took > time.Millisecond {
+		t.Errorf("%v and %d timeouts, want well under a millisecond and none", took, rtos)
+	}
+}

@@ -47,6 +47,7 @@ type sender struct {
 	lossFloor            uint64
 	inRecovery           bool // a loss episode is open until una reaches recover
 	fastRecovery         bool // ... and it was entered by SACK/dupacks, not a timeout
+	fastRetx             bool // the episode's first retransmission is due, whatever cwnd says
 	recover              uint64
 	dupacks              int
 
@@ -105,9 +106,10 @@ func (q *Conn) nextSeg(now mtime.Time) (sg *seg, fresh bool) {
 			if !g.lost {
 				continue
 			}
-			if s.pipe+g.len() > s.cwnd {
+			if s.pipe+g.len() > s.cwnd && !s.fastRetx {
 				return nil, false
 			}
+			s.fastRetx = false
 			g.lost, g.inPipe, g.retx, g.sentAt, g.retxNxt = false, true, true, now, s.nxt
 			s.lostPending--
 			s.retxOut++
@@ -196,7 +198,7 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 		lost = s.detect(now) || lost
 	}
 	if s.inRecovery && s.una >= s.recover {
-		s.inRecovery, s.fastRecovery = false, false
+		s.inRecovery, s.fastRecovery, s.fastRetx = false, false, false
 	}
 	if lost {
 		q.enterRecovery(now)
@@ -214,7 +216,9 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 }
 
 // enterRecovery opens a loss episode, unless one is open: the window
-// halves once (RFC 6675 §5, RFC 5681 §3.2).
+// halves once (RFC 6675 §5, RFC 5681 §3.2), and the first lost segment
+// is resent at once, whatever the window (RFC 6675 §5 step 4.3, RFC 5681
+// §3.2 step 4: the fast retransmit).
 func (q *Conn) enterRecovery(now mtime.Time) {
 	s, mss := &q.snd, q.ep.cfg.MSS
 	if s.inRecovery {
@@ -223,6 +227,7 @@ func (q *Conn) enterRecovery(now mtime.Time) {
 	s.ssthresh = max(int(s.nxt-s.una)/2, 2*mss)
 	s.cwnd = s.ssthresh
 	s.inRecovery, s.fastRecovery, s.recover = true, true, s.nxt
+	s.fastRetx = true
 	s.caAcked = 0
 	s.rack.tlpAt = mtime.Never
 	q.stats.FastRecoveries++
@@ -521,7 +526,7 @@ func (q *Conn) onRTO(now mtime.Time) {
 		}
 	}
 	s.lossFloor = s.nxt
-	s.inRecovery, s.fastRecovery, s.recover = true, false, s.nxt
+	s.inRecovery, s.fastRecovery, s.fastRetx, s.recover = true, false, false, s.nxt
 	s.rack.at, s.rack.tlpAt, s.rack.tlpPending, s.rack.tlpOut = mtime.Never, mtime.Never, false, false
 	s.rto = min(2*s.rto, c.MaxRTO)
 	s.rtoAt = now.Add(s.rto)

@@ -29,6 +29,10 @@ type Conn struct {
 	writes        fifo.Queue[write]   // posted messages not yet data-acked
 	wNext         int                 // index in writes of the message nxt is in
 	reinject      fifo.Queue[mapping] // data to send again on another subflow
+	// full says the scheduler last stopped for want of room in every
+	// subflow's window, not for want of data: until data or subflows
+	// change, only a subflow that an ACK opened can take the next run.
+	full bool
 
 	// The data-level receiver.
 	rcv      reasm.Stream
@@ -43,11 +47,11 @@ type write struct{ id, bytes, end uint64 }
 // from its stream offset sub (RFC 8684 §3.3.1's mapping): one segment.
 type mapping struct {
 	sub, dsn uint64
-	n        int
+	n        int32
+	from     int8 // in the reinject queue: the subflow it timed out on
 	psh      bool // a message ends with it
 	resent   bool // it was reinjected: a retransmission for the connection
 	moved    bool // it has been queued for reinjection elsewhere
-	from     int  // in the reinject queue: the subflow it timed out on
 }
 
 // subflow is one of a connection's TCP subflows: the tcp.Owner of its
@@ -58,6 +62,7 @@ type subflow struct {
 	idx  int
 	port int
 	maps fifo.Queue[mapping] // runs posted and not yet acknowledged on the subflow, by offset
+	sent int                 // how many of maps, from the first, have been sent
 	next uint64              // the subflow stream offset of the next run
 	// The subflow bytes acknowledged at its last two losses, for OLIA's
 	// inter-loss distance.
@@ -124,7 +129,7 @@ func (c *Conn) PostWrite(now mtime.Time, wr verbs.WriteRequest) error {
 	}
 	c.end += wr.Length
 	c.writes.Push(write{id: wr.ID, bytes: wr.Length, end: c.end})
-	c.schedule(now)
+	c.schedule(now, nil)
 	return nil
 }
 
@@ -144,8 +149,13 @@ func (c *Conn) PostRecv(id uint64) error {
 // reinjection first, then new data in runs of at most an MSS that never
 // cross a message's end, each to the subflow with the lowest smoothed
 // RTT whose window has room for it (the default scheduler of Linux's
-// MPTCP, docs/mptcp.md).
-func (c *Conn) schedule(now mtime.Time) {
+// MPTCP, docs/mptcp.md). opened, if not nil, is the only subflow whose
+// window can have opened since the last call: if that one stopped with
+// every window full, no other subflow needs looking at.
+func (c *Conn) schedule(now mtime.Time, opened *subflow) {
+	if !c.full {
+		opened = nil
+	}
 	for {
 		for m, ok := c.reinject.Peek(); ok && m.dsn+uint64(m.n) <= c.una; m, ok = c.reinject.Peek() {
 			c.reinject.Pop() // acknowledged meanwhile
@@ -153,6 +163,7 @@ func (c *Conn) schedule(now mtime.Time) {
 		m, again := c.reinject.Peek()
 		if !again {
 			if c.nxt >= c.end {
+				c.full = false
 				return
 			}
 			for c.writes.At(c.wNext).end <= c.nxt {
@@ -160,10 +171,11 @@ func (c *Conn) schedule(now mtime.Time) {
 			}
 			msgEnd := c.writes.At(c.wNext).end
 			n := min(uint64(c.ep.cfg.TCP.MSS), msgEnd-c.nxt)
-			m = mapping{dsn: c.nxt, n: int(n), psh: c.nxt+n == msgEnd, from: -1}
+			m = mapping{dsn: c.nxt, n: int32(n), psh: c.nxt+n == msgEnd, from: -1}
 		}
-		s := c.pick(m.n, m.from)
+		s := c.pick(int(m.n), int(m.from), opened)
 		if s == nil {
+			c.full = true
 			return
 		}
 		if again {
@@ -182,13 +194,23 @@ func (c *Conn) schedule(now mtime.Time) {
 // is up, not recovering from a timeout and with room in their window for
 // n bytes, the one with the lowest smoothed RTT (a subflow without an RTT
 // sample counts as 0; ties go to the lowest index). A reinjection
-// (avoid ≥ 0) never goes back to the subflow it timed out on.
-func (c *Conn) pick(n, avoid int) *subflow {
+// (avoid ≥ 0) never goes back to the subflow it timed out on. With only
+// set, only it is considered.
+func (c *Conn) pick(n, avoid int, only *subflow) *subflow {
+	usable := func(s *subflow) bool {
+		return s.idx != avoid && c.ep.up&(1<<s.port) != 0 && !s.q.TimedOut() && s.q.Space() >= n
+	}
+	if only != nil {
+		if usable(only) {
+			return only
+		}
+		return nil
+	}
 	var best *subflow
 	var bestRTT int64
 	for i := range c.subs {
 		s := &c.subs[i]
-		if i == avoid || c.ep.up&(1<<s.port) == 0 || s.q.TimedOut() || s.q.Space() < n {
+		if !usable(s) {
 			continue
 		}
 		rtt, _ := s.q.SRTT()
@@ -211,6 +233,12 @@ func (s *subflow) post(now mtime.Time, m mapping, resent bool) {
 
 // lookup returns the mapping holding subflow offset off, or nil.
 func (s *subflow) lookup(off uint64) *mapping {
+	if s.sent < s.maps.Len() {
+		if m := s.maps.At(s.sent); m.sub == off {
+			s.sent++
+			return m // new data: the first run not yet sent
+		}
+	}
 	lo, hi := 0, s.maps.Len()
 	for lo < hi {
 		m := (lo + hi) / 2
@@ -276,8 +304,9 @@ func (s *subflow) Incoming(now mtime.Time, h *tcp.Header, start uint64, n int) {
 	}
 	for m, ok := s.maps.Peek(); ok && m.sub+uint64(m.n) <= s.q.Acked(); m, ok = s.maps.Peek() {
 		s.maps.Pop()
+		s.sent = max(s.sent-1, 0)
 	}
-	c.schedule(now)
+	c.schedule(now, s)
 }
 
 // dataAcked moves the data-level una to ack and completes the messages it
@@ -339,8 +368,8 @@ func (s *subflow) Cut(now mtime.Time, timeout bool) {
 		}
 		m.moved = true
 		r := *m
-		r.from = s.idx
+		r.from = int8(s.idx)
 		c.reinject.Push(r)
 	}
-	c.schedule(now)
+	c.schedule(now, nil)
 }

@@ -101,7 +101,7 @@ func (e *Endpoint) SetPortUp(now mtime.Time, p int, up bool) error {
 	if up {
 		e.up |= 1 << p
 		for _, c := range e.conns {
-			c.schedule(now)
+			c.schedule(now, nil)
 		}
 	} else {
 		e.up &^= 1 << p

@@ -111,10 +111,15 @@ func (e *Endpoint) SetPortUp(now mtime.Time, p int, up bool) error {
 
 // PollTransmit writes the next segment of any subflow to send on one of
 // the ports in free into buf (tcp.Endpoint.PollTransmit: buf must hold
-// tcp.IPv6HeaderRoom bytes, the payload is phantom).
+// tcp.IPv6HeaderRoom bytes, the payload is phantom). The Transmit's QPN
+// is the connection's, whichever subflow sends.
 func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte) (verbs.Transmit, bool) {
 	e.lastNow = now
-	return e.tcp.PollTransmit(now, free, buf)
+	tx, ok := e.tcp.PollTransmit(now, free, buf)
+	if ok {
+		tx.QPN -= (tx.QPN - e.first) % uint32(e.cfg.Subflows)
+	}
+	return tx, ok
 }
 
 // HandleDatagram processes one packet received on port at now

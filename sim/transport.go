@@ -412,7 +412,7 @@ var _ NIC = (*tcpNIC)(nil)
 func tcpFactory(cfg tcp.Config) func(NICSpec) (NIC, error) {
 	return func(s NICSpec) (NIC, error) {
 		c := cfg
-		c.Ports, c.Seed, c.MaxQPs, c.SkipChecksum = s.Ports, s.Seed, s.MaxQPs, true
+		c.Ports, c.Seed, c.MaxQPs, c.SkipChecksum, c.HandshakeRTT = s.Ports, s.Seed, s.MaxQPs, true, s.BaseRTT
 		if c.MSS == 0 {
 			c.MSS = s.MTU
 		}
@@ -463,7 +463,7 @@ var _ NIC = (*mptcpNIC)(nil)
 func mptcpFactory(cfg mptcp.Config) func(NICSpec) (NIC, error) {
 	return func(s NICSpec) (NIC, error) {
 		c := cfg
-		c.TCP.Ports, c.TCP.Seed, c.TCP.SkipChecksum, c.MaxConns = s.Ports, s.Seed, true, s.MaxQPs
+		c.TCP.Ports, c.TCP.Seed, c.TCP.SkipChecksum, c.TCP.HandshakeRTT, c.MaxConns = s.Ports, s.Seed, true, s.BaseRTT, s.MaxQPs
 		if c.TCP.MSS == 0 {
 			c.TCP.MSS = s.MTU
 		}

@@ -71,6 +71,9 @@ func (q *Conn) Connect(now mtime.Time, a ConnectAttr) error {
 	q.sendISN, q.recvISN, q.owner = a.SendISN, a.RecvISN, a.Owner
 	q.flow = flowLabel(q.ep.cfg.Seed, &q.src, &q.dst, q.sport, q.dport)
 	q.snd.init(&q.ep.cfg)
+	if d := q.ep.cfg.HandshakeRTT; d > 0 {
+		q.rttSample(d)
+	}
 	q.connected = true
 	q.ep.update(q, now)
 	return nil

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/mptcp"
+	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/tcp"
 	"github.com/openmrc/mrc/units"
 	"go.yaml.in/yaml/v3"

@@ -148,10 +148,10 @@ func (c *Conn) PostRecv(id uint64) error {
 // schedule hands data to subflows while one has room: data waiting for
 // reinjection first, then new data in runs of at most an MSS that never
 // cross a message's end, each to the subflow with the lowest smoothed
-// RTT whose window has room for it (the default scheduler of Linux's
-// MPTCP, docs/mptcp.md). opened, if not nil, is the only subflow whose
-// window can have opened since the last call: if that one stopped with
-// every window full, no other subflow needs looking at.
+// RTT whose window has room for it (the default scheduler of the
+// multipath-tcp.org kernel, docs/mptcp.md). opened, if not nil, is the
+// only subflow whose window can have opened since the last call: if that
+// call stopped with every window full, no other subflow needs a look.
 func (c *Conn) schedule(now mtime.Time, opened *subflow) {
 	if !c.full {
 		opened = nil

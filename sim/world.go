@@ -161,7 +161,7 @@ func New(cfg Config) (*World, error) {
 	}
 	t := c.Topology
 	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead, bytes: c.Workload.Bytes(), trailer: wire.ICRCLen}
-	if c.Transport.TCP != nil {
+	if c.Transport.overTCP() {
 		w.trailer = 0
 	}
 	mtuWire := c.MTU + 128 + c.EthernetOverhead

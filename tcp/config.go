@@ -69,6 +69,12 @@ type Config struct {
 	MinRTO, MaxRTO time.Duration
 	// InitialRTO is the timeout before the first RTT sample (default 1 s).
 	InitialRTO time.Duration
+	// HandshakeRTT, when set, is the round-trip time the connection's
+	// handshake would have measured (the SYN/SYN-ACK exchange, which
+	// this package does not model): Connect takes it as the first RTT
+	// sample, so the timer and the tail loss probe start from it rather
+	// than from InitialRTO, as in a stack that did the handshake.
+	HandshakeRTT time.Duration
 	// InitCwnd is the initial window in segments (default 10).
 	InitCwnd int
 	// DupThresh is the number of SACKed segments above a hole, or of
@@ -160,6 +166,8 @@ func (c Config) problem() string {
 		return f("mss %d, want 1..%d", c.MSS, 65535-IPv6HeaderRoom)
 	case c.Variant > DCTCP:
 		return f("variant %v", c.Variant)
+	case c.HandshakeRTT < 0:
+		return f("handshake RTT %v", c.HandshakeRTT)
 	case c.MinRTO < 0 || c.MaxRTO < c.MinRTO || c.InitialRTO < c.MinRTO || c.InitialRTO > c.MaxRTO:
 		return f("RTO bounds: min %v, initial %v, max %v: want min <= initial <= max", c.MinRTO, c.InitialRTO, c.MaxRTO)
 	case c.InitCwnd < 1 || c.InitCwnd > 1<<16:
@@ -198,4 +206,7 @@ type ConnectAttr struct {
 	// SendISN and RecvISN are the initial sequence numbers of the two
 	// directions (default 0; the peer must be given the mirror image).
 	SendISN, RecvISN uint32
+	// Owner, if set, makes the connection a subflow of a multipath
+	// connection (see Owner).
+	Owner Owner
 }

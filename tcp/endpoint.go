@@ -34,8 +34,8 @@ type Endpoint struct {
 	nextPort int
 	timers   timerq.Heap[*Conn]
 
-	rxIP  wire.IPv6
-	rxTCP Header
+	rxIP         wire.IPv6
+	rxTCP, txTCP Header
 }
 
 // NewEndpoint returns an endpoint with cfg. Every port starts up.
@@ -76,7 +76,7 @@ func (e *Endpoint) Conn(qpn uint32) *Conn { return e.conns.Get(qpn) }
 // Stats returns the endpoint's counters: its own plus every connection's.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	e.conns.All(func(q *Conn) { s.add(&q.stats) })
+	e.conns.All(func(q *Conn) { s.Add(&q.stats) })
 	return s
 }
 

@@ -1,9 +1,8 @@
 package tcp
 
 import (
-	"slices"
-
 	"github.com/openmrc/mrc/internal/fifo"
+	"github.com/openmrc/mrc/internal/reasm"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"
 )
@@ -27,14 +26,10 @@ type heldAck struct {
 // receiver does (RFC 8257): when the CE state changes while an ACK
 // is pending, the pending one is held and sent first.
 type receiver struct {
-	nxt      uint64   // next in-order byte
-	ooo      []span   // received above nxt: disjoint, ascending
-	oooLen   uint64   // bytes in ooo
-	latest   span     // the most recently received segment
-	msgEnds  []uint64 // ends of messages received (PSH) above nxt, ascending
+	stream   reasm.Stream // what has arrived; messages end at PSH
+	latest   reasm.Span   // the most recently received segment
 	recvs    fifo.Queue[uint64]
 	unposted int // messages complete before a receive was posted
-	msgStart uint64
 
 	ackPending bool
 	ackECE     bool
@@ -50,66 +45,28 @@ func (q *Conn) onData(now mtime.Time, g span, psh, ce bool) {
 	}
 	if r.ackPending && r.ackECE != ce {
 		if r.held.Len() < maxHeldAcks {
-			r.held.Push(heldAck{ack: r.nxt, ece: r.ackECE})
+			r.held.Push(heldAck{ack: r.stream.Next(), ece: r.ackECE})
 		}
 	}
 	r.ackPending, r.ackECE = true, ce
-	if g.end <= r.nxt {
+	if !r.stream.Add(reasm.Span{Start: g.start, End: g.end}, psh) {
 		q.stats.Duplicates++
 		return
 	}
 	q.stats.DataReceived++
-	r.latest = g
-	if psh {
-		if i, found := slices.BinarySearch(r.msgEnds, g.end); !found {
-			r.msgEnds = slices.Insert(r.msgEnds, i, g.end)
-		}
-	}
-	if g.start <= r.nxt {
-		r.nxt = g.end
-		k := 0
-		for k < len(r.ooo) && r.ooo[k].start <= r.nxt {
-			r.nxt = max(r.nxt, r.ooo[k].end)
-			r.oooLen -= r.ooo[k].end - r.ooo[k].start
-			k++
-		}
-		r.ooo = append(r.ooo[:0], r.ooo[k:]...)
-	} else {
-		r.insert(g)
-	}
-	q.stats.PayloadReceived = r.nxt + r.oooLen
+	r.latest = reasm.Span{Start: g.start, End: g.end}
+	q.stats.PayloadReceived = r.stream.Received()
 	q.deliver(now)
-}
-
-// insert adds g, above nxt, to the out-of-order ranges, merging.
-func (r *receiver) insert(g span) {
-	i, _ := slices.BinarySearchFunc(r.ooo, g.start, func(s span, x uint64) int {
-		switch {
-		case s.end < x:
-			return -1
-		case s.start > x:
-			return 1
-		}
-		return 0
-	})
-	j := i
-	for j < len(r.ooo) && r.ooo[j].start <= g.end {
-		g.start, g.end = min(g.start, r.ooo[j].start), max(g.end, r.ooo[j].end)
-		r.oooLen -= r.ooo[j].end - r.ooo[j].start
-		j++
-	}
-	r.oooLen += g.end - g.start
-	r.ooo = slices.Replace(r.ooo, i, j, g)
 }
 
 // deliver completes the messages that are now in order.
 func (q *Conn) deliver(now mtime.Time) {
 	r := &q.rcv
-	for len(r.msgEnds) > 0 && r.msgEnds[0] <= r.nxt {
-		end := r.msgEnds[0]
-		r.msgEnds = slices.Delete(r.msgEnds, 0, 1)
-		n := end - r.msgStart
-		r.msgStart = end
+	for {
+		n, ok := r.stream.Message()
+		if !ok {
+			return
+		}
 		id, ok := r.recvs.Pop()
 		if !ok {
 			r.unposted++
@@ -130,17 +87,18 @@ func (q *Conn) complete(now mtime.Time, id, n uint64) {
 func (r *receiver) sackBlocks(b *[MaxSACKBlocks]span) int {
 	n := 0
 	first := -1
-	for i, s := range r.ooo {
-		if s.start <= r.latest.start && r.latest.end <= s.end {
+	ooo := r.stream.Ranges()
+	for i, s := range ooo {
+		if s.Start <= r.latest.Start && r.latest.End <= s.End {
 			first = i
-			b[0] = s
+			b[0] = span{s.Start, s.End}
 			n = 1
 			break
 		}
 	}
-	for i := len(r.ooo) - 1; i >= 0 && n < MaxSACKBlocks; i-- {
+	for i := len(ooo) - 1; i >= 0 && n < MaxSACKBlocks; i-- {
 		if i != first {
-			b[n] = r.ooo[i]
+			b[n] = span{ooo[i].Start, ooo[i].End}
 			n++
 		}
 	}
@@ -154,7 +112,7 @@ func (r *receiver) nextAck() (heldAck, bool) {
 	}
 	if r.ackPending {
 		r.ackPending = false
-		return heldAck{ack: r.nxt, ece: r.ackECE}, true
+		return heldAck{ack: r.stream.Next(), ece: r.ackECE}, true
 	}
 	return heldAck{}, false
 }

@@ -28,7 +28,8 @@ type Stats struct {
 	TailProbes      uint64 // tail loss probes sent (RACK-TLP)
 }
 
-func (s *Stats) add(o *Stats) {
+// Add accumulates o into s.
+func (s *Stats) Add(o *Stats) {
 	s.Stats.Add(&o.Stats)
 	s.FastRecoveries += o.FastRecoveries
 	s.WindowCuts += o.WindowCuts

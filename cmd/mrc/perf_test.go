@@ -253,9 +253,22 @@ func TestPerfNoServer(t *testing.T) {
 // must give up after its retry budget and the client exit 1 with one clear
 // line.
 func TestPerfPeerVanishes(t *testing.T) {
-	addr, cmd, _ := startPerfServer(t)
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no loopback IPv6: %v", err)
+	}
+	metrics := ln.Addr().String()
+	ln.Close()
+	addr, cmd, _ := startPerfServer(t, "--metrics", metrics)
 	go func() {
-		time.Sleep(1500 * time.Millisecond) // well into the transfer
+		// Freeze the server once data has reached it, however slowly the
+		// machine starts the client: before the transfer, the client's
+		// handshake would time out instead.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if receivedPayload(metrics) > 0 {
+				break
+			}
+		}
 		cmd.Process.Signal(syscall.SIGSTOP)
 	}()
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT) })
@@ -268,6 +281,27 @@ func TestPerfPeerVanishes(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("the client took %v to give up", d)
 	}
+}
+
+// receivedPayload returns the payload bytes a perf server serving Prometheus
+// metrics on addr has received, or 0 when it cannot tell yet.
+func receivedPayload(addr string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var total float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "mrc_qp_payload_bytes_received_total") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				total += v
+			}
+		}
+	}
+	return total
 }
 
 // BenchmarkPerfLoopback is the loopback benchmark of docs/udpio.md: one

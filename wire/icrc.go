@@ -50,6 +50,14 @@ var icrcSeed = crc32.Update(0, crc32.IEEETable, []byte{
 // software, the rest with hash/crc32, which uses the CPU's CRC
 // instructions.
 func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
+	crc, m := icrcHead(src, finalDst, udp)
+	return crcRest(crc, udp[m:])
+}
+
+// icrcHead starts the ICRC of udp: it returns the CRC over the constant
+// start, the IPv6 header and the masked UDP header and BTH (what udp has
+// of them), and the number of udp's bytes it covered.
+func icrcHead(src, finalDst [16]byte, udp []byte) (crc uint32, m int) {
 	var h [icrcVarLen]byte
 	udpLen := uint16(len(udp))
 	if len(udp) >= UDPLen {
@@ -61,8 +69,8 @@ func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
 	h[ipv6OffHopLimit+o] = icrcMasked
 	copy(h[ipv6OffSrc+o:], src[:])
 	copy(h[ipv6OffDst+o:], finalDst[:])
-	m := maskUDP(h[IPv6Len+o:], udp)
-	return crcRest(crcUpdate(icrcSeed, h[:IPv6Len+o+m]), udp[m:])
+	m = maskUDP(h[IPv6Len+o:], udp)
+	return crcUpdate(icrcSeed, h[:IPv6Len+o+m]), m
 }
 
 // maskUDP copies the UDP header and BTH at the start of udp (or what

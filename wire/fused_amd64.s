@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// func foldSumCRC(dst, src *byte, n int, crc uint32, keys *foldKeys) (le, lo, hi uint64)
+// func foldSumCRC(dst, src *byte, n int, crc uint32, keys *foldKeys) (le uint64, crcOut uint32)
 //
 // Registers: Z0-Z3 the CRC lanes of the 256 bytes in flight, Z4-Z7 the
 // next 256 bytes, Z8 the initial CRC, Z9 the low-dword mask, Z10 the
@@ -26,7 +26,35 @@
 	VPCLMULQDQ $0x11, Z10, from, Z12 \
 	VPTERNLOGD $0x96, Z11, Z12, to
 
-TEXT ·foldSumCRC(SB), NOSPLIT, $0-64
+// FINISH reduces the 128-bit CRC state in x (a 16-byte message from a
+// zero register) to the 32-bit CRC, inverted as crc32.Update returns it,
+// in AX: fold 128 bits to 96 (k16's second key), 96 to 64 (r5), then
+// Barrett's reduction (polyMu). DX points to the keys; it uses X1-X3.
+#define FINISH(x) \
+	MOVOU x, X2 \
+	MOVOU 128(DX), X1 \
+	PCLMULQDQ $0x10, X1, x \
+	PSRLDQ $8, X2 \
+	PXOR X2, x \
+	PCMPEQL X3, X3 \
+	PSRLQ $32, X3 \
+	MOVOU x, X2 \
+	PAND X3, x \
+	PSRLDQ $4, X2 \
+	MOVOU 144(DX), X1 \
+	PCLMULQDQ $0x00, X1, x \
+	PXOR X2, x \
+	MOVOU x, X2 \
+	PAND X3, x \
+	MOVOU 160(DX), X1 \
+	PCLMULQDQ $0x10, X1, x \
+	PAND X3, x \
+	PCLMULQDQ $0x00, X1, x \
+	PXOR X2, x \
+	PEXTRD $1, x, AX \
+	NOTL AX
+
+TEXT ·foldSumCRC(SB), NOSPLIT, $0-52
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -124,8 +152,6 @@ combine:
 	VEXTRACTI128 $1, Y11, X0
 	VPXOR X0, X11, X11
 	VPXOR X12, X11, X11
-	VMOVQ X11, lo+48(FP)
-	VPEXTRQ $1, X11, hi+56(FP)
 
 	VPADDQ Z13, Z14, Z13
 	VEXTRACTI64X4 $1, Z13, Y0
@@ -136,4 +162,39 @@ combine:
 	VPADDQ X0, X13, X13
 	VMOVQ X13, le+40(FP)
 	VZEROUPPER
+
+	MOVOU X11, X0
+	FINISH(X0)
+	MOVL AX, crcOut+48(FP)
+	RET
+
+// func crcFold16(crc uint32, p *byte, n int, keys *foldKeys) uint32
+TEXT ·crcFold16(SB), NOSPLIT, $0-36
+	MOVL crc+0(FP), AX
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ keys+24(FP), DX
+	NOTL AX
+	MOVOU (SI), X0
+	MOVL AX, X1
+	PXOR X1, X0
+	MOVOU 128(DX), X4
+	ADDQ $16, SI
+	SUBQ $16, CX
+	JZ done16
+
+loop16:
+	MOVOU X0, X1
+	PCLMULQDQ $0x00, X4, X0
+	PCLMULQDQ $0x11, X4, X1
+	MOVOU (SI), X2
+	PXOR X1, X0
+	PXOR X2, X0
+	ADDQ $16, SI
+	SUBQ $16, CX
+	JNZ loop16
+
+done16:
+	FINISH(X0)
+	MOVL AX, ret+32(FP)
 	RET

@@ -18,12 +18,12 @@ func sumCRCRef(dst []byte, s uint64, crc uint32, b []byte) (uint64, uint32) {
 // withFused runs f with the fused loop on and, where the CPU has it, off.
 func withFused(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	was := fusedCRC
-	t.Run("portable", func(t *testing.T) { setFused(false); defer setFused(was); f(t) })
-	if was {
+	t.Run("portable", func(t *testing.T) { setFused(false); defer setFused(true); f(t) })
+	if hasFused || hasCLMUL {
 		t.Run("fused", f)
-	} else {
-		t.Log("this CPU has no AVX-512 carry-less multiply: only the portable path ran")
+	}
+	if !hasFused {
+		t.Log("this CPU has no AVX-512 carry-less multiply: the fused loop did not run")
 	}
 }
 
@@ -54,6 +54,24 @@ func TestSumCRC(t *testing.T) {
 	})
 }
 
+// TestCRCShort: crcShort is crc32.Update for every length up to 300 and
+// any starting value.
+func TestCRCShort(t *testing.T) {
+	withFused(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		b := make([]byte, 300)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		for n := range len(b) {
+			c := r.Uint32()
+			if got, want := crcShort(c, b[:n]), crc32.Update(c, crc32.IEEETable, b[:n]); got != want {
+				t.Errorf("%d bytes from %#x: %#x, want %#x", n, c, got, want)
+			}
+		}
+	})
+}
+
 // BenchmarkSumCRC is one 4 KiB payload through both checks, verified in
 // place ("check") and copied while summed ("copy"), fused and portable.
 func BenchmarkSumCRC(b *testing.B) {
@@ -69,9 +87,8 @@ func BenchmarkSumCRC(b *testing.B) {
 				d = dst
 			}
 			b.Run(name+map[bool]string{false: "/check", true: "/copy"}[cp], func(b *testing.B) {
-				was := fusedCRC
 				setFused(fused)
-				defer setFused(was)
+				defer setFused(true)
 				b.SetBytes(int64(len(src)))
 				for b.Loop() {
 					sumCRC(d, 0, 0, src)
@@ -143,8 +160,8 @@ func TestFusedChecksMatchReference(t *testing.T) {
 	})
 }
 
-// FuzzSumCRC: sumCRC agrees with copy, sum and crc32 for any input,
-// starting state and offset.
+// FuzzSumCRC: sumCRC agrees with copy, sum and crc32, and crcShort with
+// crc32, for any input, starting state and offset.
 func FuzzSumCRC(f *testing.F) {
 	f.Add(make([]byte, 600), uint64(0), uint32(0), uint8(0))
 	f.Add(make([]byte, 4096), uint64(1<<40), uint32(0xdeadbeef), uint8(3))
@@ -160,7 +177,14 @@ func FuzzSumCRC(f *testing.F) {
 		if fold(gs) != fold(ws) || gc != wc || !bytes.Equal(dst, ref) {
 			t.Fatalf("%d bytes: sum %#x crc %#x, want %#x %#x", len(b), fold(gs), gc, fold(ws), wc)
 		}
+		if got := crcShort(crc, b); got != wc {
+			t.Fatalf("%d bytes: crcShort %#x, want %#x", len(b), got, wc)
+		}
 	})
 }
-// setFused turns the fused loop on or off (tests of both paths).
-func setFused(on bool) { fusedCRC = on }
+
+// setFused turns the carry-less multiply paths on or off (tests of both):
+// the fused loop only where the CPU has it, and the 16-byte steps with it.
+func setFused(on bool) { fusedCRC, clmulCRC = on && hasFused, on && hasCLMUL }
+
+var hasFused, hasCLMUL = fusedCRC, clmulCRC

@@ -70,7 +70,7 @@ func icrcHead(src, finalDst [16]byte, udp []byte) (crc uint32, m int) {
 	copy(h[ipv6OffSrc+o:], src[:])
 	copy(h[ipv6OffDst+o:], finalDst[:])
 	m = maskUDP(h[IPv6Len+o:], udp)
-	return crcUpdate(icrcSeed, h[:IPv6Len+o+m]), m
+	return crcShort(icrcSeed, h[:IPv6Len+o+m]), m
 }
 
 // maskUDP copies the UDP header and BTH at the start of udp (or what
@@ -102,7 +102,7 @@ func icrcUDP(crc uint32, udp []byte) uint32 {
 // is 40 bytes).
 func crcRest(crc uint32, p []byte) uint32 {
 	if len(p) < crcHardwareMin {
-		return crcUpdate(crc, p)
+		return crcShort(crc, p)
 	}
 	return crc32.Update(crc, crc32.IEEETable, p)
 }

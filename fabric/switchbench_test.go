@@ -122,10 +122,17 @@ func forwardOnce(b *testing.B, dut string, payload int, d time.Duration) (pps, g
 			b.Fatal(err)
 		}
 		table := filepath.Join(dir, "dut.table")
-		os.WriteFile(table, []byte(fmt.Sprintf("switch name dut mode srv6 addr fcbb:bb00:100::\nport s0 peer %s\nport s1 peer %s\nroute fcbb:bb00:200::/48 s1\n", genMAC, sinkMAC)), 0o644)
+		conf := fmt.Sprintf("switch name dut mode srv6 addr fcbb:bb00:100::\nport s0 peer %s\nport s1 peer %s\nroute fcbb:bb00:200::/48 s1\n", genMAC, sinkMAC)
+		if err := os.WriteFile(table, []byte(conf), 0o644); err != nil {
+			b.Fatal(err)
+		}
 		args := append(pinTo("0"), mrcBin, "switch", "--table", table, "--json", filepath.Join(dir, "dut.json"))
 		cmd := exec.Command("ip", append([]string{"netns", "exec", sw}, args...)...)
-		log, _ := os.Create(filepath.Join(dir, "dut.log"))
+		log, err := os.Create(filepath.Join(dir, "dut.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer log.Close()
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -170,12 +177,13 @@ func forwardOnce(b *testing.B, dut string, payload int, d time.Duration) (pps, g
 		batch[i] = frame
 	}
 	before := rxPackets(b, sink, "k1")
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cpu1 unix.CPUSet
-	cpu1.Set(1)
 	if runtime.NumCPU() > 1 {
-		unix.SchedSetaffinity(0, &cpu1) // this thread only; it ends with the benchmark's goroutine
+		// Pin this thread, and keep it locked: it ends with the
+		// benchmark's goroutine instead of serving others on CPU 1.
+		runtime.LockOSThread()
+		var cpu1 unix.CPUSet
+		cpu1.Set(1)
+		unix.SchedSetaffinity(0, &cpu1)
 	}
 	start := time.Now()
 	sent := 0
@@ -183,7 +191,7 @@ func forwardOnce(b *testing.B, dut string, payload int, d time.Duration) (pps, g
 		n, _ := link.Send(batch)
 		sent += n
 	}
-	time.Sleep(50 * time.Millisecond) // what is still in the DUT
+	time.Sleep(50 * time.Millisecond) // what the DUT still holds (at most its socket buffer: under 1 % of a run)
 	got := rxPackets(b, sink, "k1") - before
 	secs := d.Seconds()
 	return float64(got) / secs, float64(got) * float64(len(frame)) * 8 / secs / 1e9, float64(sent) / secs

@@ -1,8 +1,6 @@
 package wire
 
-import (
-	"math/bits"
-)
+import "math/bits"
 
 // One pass over a payload for both checks: the UDP checksum's one's-
 // complement sum and the ICRC's CRC-32 read the same bytes, and the

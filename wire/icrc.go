@@ -46,9 +46,9 @@ var icrcSeed = crc32.Update(0, crc32.IEEETable, []byte{
 // ICRC returns the invariant CRC of a RoCEv2 datagram carried over IPv6
 // from src to the final destination finalDst (see UDPChecksum). udp is the
 // UDP header and everything after it up to, not including, the ICRC. It
-// does not allocate: the masked headers are hashed from a stack copy in
-// software, the rest with hash/crc32, which uses the CPU's CRC
-// instructions.
+// does not allocate: the masked headers are hashed from a stack copy
+// (crcShort), the rest with hash/crc32; both use the CPU's carry-less
+// multiply where it has one.
 func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
 	crc, m := icrcHead(src, finalDst, udp)
 	return crcRest(crc, udp[m:])

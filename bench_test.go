@@ -6,6 +6,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
@@ -28,99 +29,147 @@ func BenchmarkSteadyState(b *testing.B) {
 }
 
 func benchLoop(b *testing.B, phantom bool) {
-	const mtu = 4096
+	l := newSteadyLoop(b, phantom, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		l.step()
+	}
+	b.StopTimer()
+	if s := l.qps[0].Stats(); s.Retransmits > 0 {
+		b.Fatalf("%d retransmissions in a lossless loop", s.Retransmits)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(l.data), "ns/pkt")
+	b.ReportMetric(float64(l.qps[0].Stats().SACKsReceived)/float64(l.data), "SACKs/pkt")
+	b.ReportMetric(float64(l.data)*steadyMTU*8/b.Elapsed().Seconds()/1e9, "Gbit/s")
+}
+
+const steadyMTU = 4096
+
+// steadyLoop is BenchmarkSteadyState's transfer: two endpoints with four
+// ports each, a requester writing 1 GiB WRITEs one after the other and a
+// responder acknowledging, in virtual time, with no network between them.
+type steadyLoop struct {
+	tb         testing.TB
+	eps        [2]*mrc.Endpoint
+	qps        [2]*mrc.QP
+	src, dst   verbs.MR
+	bufA, bufB []byte
+	now        mtime.Time
+	id         uint64
+	data       int // data packets moved
+}
+
+// newSteadyLoop sets the loop up, with tracer (or nil) on the requester,
+// and posts two WRITEs.
+func newSteadyLoop(tb testing.TB, phantom bool, tracer trace.Tracer) *steadyLoop {
 	addr := func(s, p int) netip.Addr {
 		return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(p), 0, byte(s + 1)})
 	}
-	var eps [2]*mrc.Endpoint
-	var qps [2]*mrc.QP
+	l := &steadyLoop{tb: tb}
 	for s := range 2 {
-		ep, err := mrc.NewEndpoint(mrc.Config{Ports: []netip.Addr{addr(s, 0), addr(s, 1), addr(s, 2), addr(s, 3)}, MTU: mtu, SkipICRC: phantom})
-		if err != nil {
-			b.Fatal(err)
+		cfg := mrc.Config{Ports: []netip.Addr{addr(s, 0), addr(s, 1), addr(s, 2), addr(s, 3)}, MTU: steadyMTU, SkipICRC: phantom}
+		if s == 0 {
+			cfg.Tracer = tracer
 		}
-		eps[s] = ep
-		qps[s], _ = ep.CreateQP()
-		if err := qps[s].Init(0, mrc.InitAttr{}); err != nil {
-			b.Fatal(err)
+		ep, err := mrc.NewEndpoint(cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		l.eps[s] = ep
+		l.qps[s], _ = ep.CreateQP()
+		if err := l.qps[s].Init(0, mrc.InitAttr{}); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	for s := range 2 {
 		o := 1 - s
 		remote := []netip.Addr{addr(o, 0), addr(o, 1), addr(o, 2), addr(o, 3)}
-		if err := qps[s].ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: qps[o].QPN(), Remote: remote}); err != nil {
-			b.Fatal(err)
+		if err := l.qps[s].ReadyToReceive(0, mrc.RTRAttr{RemoteQPN: l.qps[o].QPN(), Remote: remote}); err != nil {
+			tb.Fatal(err)
 		}
-		if err := qps[s].ReadyToSend(0, mrc.RTSAttr{}); err != nil {
-			b.Fatal(err)
+		if err := l.qps[s].ReadyToSend(0, mrc.RTSAttr{}); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	const size = 1 << 30
-	var src, dst verbs.MR
 	if phantom {
-		src, _ = eps[0].RegisterPhantom(size, verbs.AccessLocal)
-		dst, _ = eps[1].RegisterPhantom(size, verbs.AccessRemoteWrite)
+		l.src, _ = l.eps[0].RegisterPhantom(size, verbs.AccessLocal)
+		l.dst, _ = l.eps[1].RegisterPhantom(size, verbs.AccessRemoteWrite)
 	} else {
-		src, _ = eps[0].RegisterMemory(make([]byte, 64<<20), verbs.AccessLocal)
-		dst, _ = eps[1].RegisterMemory(make([]byte, 64<<20), verbs.AccessRemoteWrite)
+		l.src, _ = l.eps[0].RegisterMemory(make([]byte, 64<<20), verbs.AccessLocal)
+		l.dst, _ = l.eps[1].RegisterMemory(make([]byte, 64<<20), verbs.AccessRemoteWrite)
 	}
-	bufA := make([]byte, mrc.MaxHeaderLen+mtu+16)
-	bufB := make([]byte, mrc.MaxHeaderLen+mtu+16)
-	var now mtime.Time
-	var id uint64
-	post := func() {
-		id++
-		err := qps[0].PostWrite(now, verbs.WriteRequest{ID: id, Local: src, Remote: dst, Length: min(src.Len, dst.Len)})
-		if err != nil {
-			b.Fatal(err)
-		}
+	l.bufA = make([]byte, mrc.MaxHeaderLen+steadyMTU+16)
+	l.bufB = make([]byte, mrc.MaxHeaderLen+steadyMTU+16)
+	l.post()
+	l.post()
+	return l
+}
+
+func (l *steadyLoop) post() {
+	l.id++
+	err := l.qps[0].PostWrite(l.now, verbs.WriteRequest{ID: l.id, Local: l.src, Remote: l.dst, Length: min(l.src.Len, l.dst.Len)})
+	if err != nil {
+		l.tb.Fatal(err)
 	}
-	post()
-	post()
-	data := 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		tx, ok := eps[0].PollTransmit(now, verbs.AllPorts, bufA)
-		if ok {
-			data++
-			eps[1].HandleDatagram(now, tx.Port, bufA[:tx.Len], tx.WireLen)
+}
+
+// step moves at most one data packet and everything it causes, and
+// advances the clock by one packet time.
+func (l *steadyLoop) step() {
+	eps := &l.eps
+	tx, ok := eps[0].PollTransmit(l.now, verbs.AllPorts, l.bufA)
+	if ok {
+		l.data++
+		eps[1].HandleDatagram(l.now, tx.Port, l.bufA[:tx.Len], tx.WireLen)
+	}
+	for {
+		tx, ok := eps[1].PollTransmit(l.now, verbs.AllPorts, l.bufB)
+		if !ok {
+			break
 		}
-		for {
-			tx, ok := eps[1].PollTransmit(now, verbs.AllPorts, bufB)
-			if !ok {
-				break
-			}
-			eps[0].HandleDatagram(now, tx.Port, bufB[:tx.Len], tx.WireLen)
+		eps[0].HandleDatagram(l.now, tx.Port, l.bufB[:tx.Len], tx.WireLen)
+	}
+	for {
+		ev, ok := eps[0].PollEvent()
+		if !ok {
+			break
 		}
-		for {
-			ev, ok := eps[0].PollEvent()
-			if !ok {
-				break
-			}
-			if ev.Kind == verbs.EventWriteDone {
-				post()
-			}
-		}
-		// 4 KiB at the 400 Gb/s of the four 100 Gb/s ports is 81.92 ns:
-		// any faster, and the responder's flow control (rcvfc.go) rightly
-		// penalises the overload until the window is one packet, each
-		// acknowledged alone: a stop-and-wait loop, not the steady state.
-		now += 82
-		if now >= eps[0].NextTimeout() {
-			eps[0].HandleTimeout(now)
-		}
-		if now >= eps[1].NextTimeout() {
-			eps[1].HandleTimeout(now)
+		if ev.Kind == verbs.EventWriteDone {
+			l.post()
 		}
 	}
-	b.StopTimer()
-	if s := qps[0].Stats(); s.Retransmits > 0 {
-		b.Fatalf("%d retransmissions in a lossless loop", s.Retransmits)
+	// 4 KiB at the 400 Gb/s of the four 100 Gb/s ports is 81.92 ns:
+	// any faster, and the responder's flow control (rcvfc.go) rightly
+	// penalises the overload until the window is one packet, each
+	// acknowledged alone: a stop-and-wait loop, not the steady state.
+	l.now += 82
+	if l.now >= eps[0].NextTimeout() {
+		eps[0].HandleTimeout(l.now)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(data), "ns/pkt")
-	b.ReportMetric(float64(qps[0].Stats().SACKsReceived)/float64(data), "SACKs/pkt")
-	b.ReportMetric(float64(data)*mtu*8/b.Elapsed().Seconds()/1e9, "Gbit/s")
+	if l.now >= eps[1].NextTimeout() {
+		eps[1].HandleTimeout(l.now)
+	}
+}
+
+// TestTracedPacketsDoNotAllocate: a tracer on the requester (mrc perf's
+// client always has one, for its EV timeline) must not cost an allocation
+// per packet sent or acknowledged: the record handed to it is the
+// endpoint's own (issue 17). Before, each cost one of 144 bytes.
+func TestTracedPacketsDoNotAllocate(t *testing.T) {
+	records := 0
+	l := newSteadyLoop(t, true, trace.Func(func(*trace.Record) { records++ }))
+	for range 10000 {
+		l.step()
+	}
+	before, data := records, l.data
+	if allocs := testing.AllocsPerRun(1000, l.step); allocs != 0 {
+		t.Errorf("%.2f allocations per step with a tracer", allocs)
+	}
+	if l.data == data || records == before {
+		t.Fatalf("the loop moved %d packets and traced %d records: nothing measured", l.data-data, records-before)
+	}
 }
 
 // BenchmarkChecksums splits what a real 4 KiB payload adds to

@@ -55,6 +55,10 @@ type Endpoint struct {
 
 	rx wire.Packet // decode scratch
 	tx wire.Packet // encode scratch
+	// traced is the record tracePacketTo hands the tracer: a Record is
+	// valid during the Trace call only, so one serves every call, and a
+	// traced packet costs no allocation.
+	traced trace.Record
 }
 
 // pkeyMask selects the partition of a P_Key; its top bit is the
@@ -298,8 +302,10 @@ func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slo
 }
 
 func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
-	t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
-		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
+	r := &q.ep.traced
+	*r = trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
+		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason}
+	t.Trace(r)
 }
 
 // String describes the endpoint for debugging.

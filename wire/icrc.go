@@ -46,10 +46,18 @@ var icrcSeed = crc32.Update(0, crc32.IEEETable, []byte{
 // ICRC returns the invariant CRC of a RoCEv2 datagram carried over IPv6
 // from src to the final destination finalDst (see UDPChecksum). udp is the
 // UDP header and everything after it up to, not including, the ICRC. It
-// does not allocate: the masked headers are hashed from a stack copy in
-// software, the rest with hash/crc32, which uses the CPU's CRC
-// instructions.
+// does not allocate: the masked headers are hashed from a stack copy
+// (crcShort), the rest with hash/crc32; both use the CPU's carry-less
+// multiply where it has one.
 func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
+	crc, m := icrcHead(src, finalDst, udp)
+	return crcRest(crc, udp[m:])
+}
+
+// icrcHead starts the ICRC of udp: it returns the CRC over the constant
+// start, the IPv6 header and the masked UDP header and BTH (what udp has
+// of them), and the number of udp's bytes it covered.
+func icrcHead(src, finalDst [16]byte, udp []byte) (crc uint32, m int) {
 	var h [icrcVarLen]byte
 	udpLen := uint16(len(udp))
 	if len(udp) >= UDPLen {
@@ -61,8 +69,8 @@ func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
 	h[ipv6OffHopLimit+o] = icrcMasked
 	copy(h[ipv6OffSrc+o:], src[:])
 	copy(h[ipv6OffDst+o:], finalDst[:])
-	m := maskUDP(h[IPv6Len+o:], udp)
-	return crcRest(crcUpdate(icrcSeed, h[:IPv6Len+o+m]), udp[m:])
+	m = maskUDP(h[IPv6Len+o:], udp)
+	return crcShort(icrcSeed, h[:IPv6Len+o+m]), m
 }
 
 // maskUDP copies the UDP header and BTH at the start of udp (or what
@@ -94,7 +102,7 @@ func icrcUDP(crc uint32, udp []byte) uint32 {
 // is 40 bytes).
 func crcRest(crc uint32, p []byte) uint32 {
 	if len(p) < crcHardwareMin {
-		return crcUpdate(crc, p)
+		return crcShort(crc, p)
 	}
 	return crc32.Update(crc, crc32.IEEETable, p)
 }

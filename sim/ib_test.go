@@ -28,7 +28,6 @@ func dropped(r *Result) uint64 {
 	return n
 }
 
-
 // TestIBIncastIsLossless: 32 senders into one host over a lossless
 // fabric of credit-based links drop nothing, retransmit nothing and
 // deliver every byte, at close to the receiver's line rate (its link is

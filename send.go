@@ -458,7 +458,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 func (q *QP) traceCwnd(now mtime.Time, before int) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		if w := q.cc.Window(); w != before {
-			t.Trace(&trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
+			q.ep.trace(t, trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}
 }

@@ -186,13 +186,18 @@ func TestTracedPacketsDoNotAllocate(t *testing.T) {
 }
 
 // BenchmarkChecksums splits what a real 4 KiB payload adds to
-// BenchmarkSteadyState's loop per data packet, both sides together:
-// "copy" is the requester's copy of the payload from its region into the
-// packet and the responder's from the packet into its region, walking
-// 64 MiB regions as the loop does; "udp" is the UDP checksum computed by
-// the sender and verified by the receiver; "icrc" the same for the ICRC.
-// The protocol's own part is BenchmarkSteadyState/phantom. Each reports
-// ns/pkt.
+// BenchmarkSteadyState's loop per data packet. The passes the loop makes:
+// "send" is the requester's, which copies the payload from its region
+// into the packet while it computes the UDP checksum and ICRC
+// (wire.AppendPacket), and "receive" the responder's, which verifies both
+// while it places the payload in its region (wire.Packet.VerifyInto);
+// "receive-then-copy" is the responder's work as two passes, Verify and
+// then a copy, as before issue 17's second round. Each walks a 64 MiB
+// region as the loop does. The parts, both sides together: "copy" is the
+// requester's copy and the responder's; "udp" is the UDP checksum
+// computed by the sender and verified by the receiver; "icrc" the same for
+// the ICRC. The protocol's own part is BenchmarkSteadyState/phantom. Each
+// reports ns/pkt.
 func BenchmarkChecksums(b *testing.B) {
 	const payload, region = 4096, 64 << 20
 	p := wire.Packet{
@@ -206,11 +211,57 @@ func BenchmarkChecksums(b *testing.B) {
 	perPacket := func(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
 	}
-	b.Run("copy", func(b *testing.B) {
-		src, dst := make([]byte, region), make([]byte, region)
-		for i := range src { // mapped before the loop, as in BenchmarkSteadyState
+	// regions returns two 64 MiB regions, written so that the loops do
+	// not measure the kernel mapping their pages.
+	regions := func() (src, dst []byte) {
+		src, dst = make([]byte, region), make([]byte, region)
+		for i := range src {
 			src[i], dst[i] = byte(i), 0xA5
 		}
+		return src, dst
+	}
+	var d wire.Packet
+	if err := d.Decode(pkt); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("send", func(b *testing.B) {
+		src, _ := regions()
+		buf := make([]byte, 0, len(pkt))
+		off := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			wire.AppendPacket(buf, &p, src[off:off+payload])
+			off = (off + payload) % region
+		}
+		perPacket(b)
+	})
+	b.Run("receive", func(b *testing.B) {
+		_, dst := regions()
+		off := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if d.VerifyInto(pkt, dst[off:off+payload]) != nil {
+				b.Fatal("verification failed")
+			}
+			off = (off + payload) % region
+		}
+		perPacket(b)
+	})
+	b.Run("receive-then-copy", func(b *testing.B) {
+		_, dst := regions()
+		off := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if d.Verify(pkt) != nil {
+				b.Fatal("verification failed")
+			}
+			copy(dst[off:off+payload], d.Payload)
+			off = (off + payload) % region
+		}
+		perPacket(b)
+	})
+	b.Run("copy", func(b *testing.B) {
+		src, dst := regions()
 		off := 0
 		b.ReportAllocs()
 		for b.Loop() {

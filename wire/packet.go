@@ -467,3 +467,34 @@ func (p *Packet) Verify(b []byte) error {
 	}
 	return nil
 }
+
+// VerifyInto is Verify for a data packet that also copies its payload,
+// PayloadLen bytes, into dst, in the same pass over the bytes where it
+// can. It returns what Verify returns. On success dst holds the payload;
+// on an error dst's first PayloadLen bytes are undefined: they may hold
+// some, all or none of the payload's bytes, so the caller must pass a
+// dst where any bytes are acceptable. dst must hold PayloadLen bytes. It
+// does not allocate.
+func (p *Packet) VerifyInto(b, dst []byte) error {
+	n := p.PayloadLen
+	dst = dst[:n]
+	udpOff := p.udpOffset()
+	end := udpOff + int(p.UDP.Length)
+	at := UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS) // the payload, in udp
+	if p.Trimmed || n < foldBlock || len(p.Payload) != n || end > len(b) || at+n+ICRCLen > int(p.UDP.Length) {
+		err := p.Verify(b)
+		if err == nil {
+			copy(dst, p.Payload)
+		}
+		return err
+	}
+	udp := b[udpOff:end]
+	c, icrc := udpChecksCopy(dst, p.IP.Src, p.Final(), udp, at, n)
+	switch {
+	case c != binary.BigEndian.Uint16(udp[udpOffChecksum:]):
+		return ErrChecksum
+	case icrc != binary.LittleEndian.Uint32(udp[len(udp)-ICRCLen:]):
+		return ErrICRC
+	}
+	return nil
+}

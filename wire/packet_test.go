@@ -546,7 +546,13 @@ func FuzzPacket(f *testing.F) {
 		if len(p.Payload) > p.PayloadLen || p.PayloadLen < 0 || (p.Trimmed && (p.PayloadLen != 0 || p.HasICRC)) {
 			t.Fatalf("payload %d of %d, Trimmed %v, HasICRC %v", len(p.Payload), p.PayloadLen, p.Trimmed, p.HasICRC)
 		}
-		_ = p.Verify(b) // must not panic
+		verr := p.Verify(b) // must not panic
+		if p.BTH.Opcode.IsData() {
+			dst := make([]byte, p.PayloadLen)
+			if err := p.VerifyInto(b, dst); err != verr || err == nil && !bytes.Equal(dst, p.Payload) {
+				t.Fatalf("VerifyInto: %v (payload copied: %v), Verify: %v", err, bytes.Equal(dst, p.Payload), verr)
+			}
+		}
 		b2 := AppendPacket(nil, &p, p.Payload)
 		phantom := len(p.Payload) < p.PayloadLen
 		want := p.Len()

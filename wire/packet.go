@@ -212,25 +212,34 @@ func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
 	}
 	p.putExt(w[UDPLen+BTHLen : UDPLen+hlen])
 
-	if !p.Trimmed && n > len(payload) {
-		return b // phantom payload
-	}
-	final := p.Final()
-	if !p.Trimmed && !p.NoCRC && len(payload) >= foldBlock {
-		return appendPayloadChecked(b, udpOff, udpLen, p.IP.Src, final, payload)
-	}
 	if !p.Trimmed {
-		b = append(b, payload...)
-		b = append(b, zeroPad[:pad(n)]...)
-		if p.NoCRC {
-			return binary.LittleEndian.AppendUint32(b, 0)
+		if n > len(payload) {
+			return b // phantom payload
 		}
-		b = binary.LittleEndian.AppendUint32(b, ICRC(p.IP.Src, final, b[udpOff:]))
+		return appendWhole(b, udpOff, udpLen, p.IP.Src, p.Final(), payload, p.NoCRC)
 	}
-	if p.NoCRC {
-		return b
+	if !p.NoCRC {
+		c := UDPChecksum(p.IP.Src, p.Final(), b[udpOff:])
+		binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)
 	}
-	c := UDPChecksum(p.IP.Src, final, b[udpOff:])
+	return b
+}
+
+// appendWhole ends a packet whose headers b holds, its UDP header at
+// udpOff with length udpLen and checksum zero: it appends payload, the pad
+// and the ICRC and writes the UDP checksum, over src and the final
+// destination final; with noCRC, both are zero (Packet.NoCRC).
+func appendWhole(b []byte, udpOff, udpLen int, src, final [16]byte, payload []byte, noCRC bool) []byte {
+	if !noCRC && len(payload) >= foldBlock {
+		return appendPayloadChecked(b, udpOff, udpLen, src, final, payload)
+	}
+	b = append(b, payload...)
+	b = append(b, zeroPad[:pad(len(payload))]...)
+	if noCRC {
+		return binary.LittleEndian.AppendUint32(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint32(b, ICRC(src, final, b[udpOff:]))
+	c := UDPChecksum(src, final, b[udpOff:])
 	binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)
 	return b
 }

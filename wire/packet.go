@@ -318,6 +318,22 @@ func (p *Packet) putExt(w []byte) {
 // the headers decoded so far.
 func (p *Packet) Decode(b []byte) error {
 	*p = Packet{}
+	if len(b) >= IPv6Len && b[ipv6OffVerTC]>>4 == ipv6Version && b[ipv6OffNextHeader] == ProtoUDP {
+		// The common case, IPv6 | UDP, in a straight line.
+		h := (*[IPv6Len]byte)(b)
+		vtf := binary.BigEndian.Uint32(h[:])
+		ip := &p.IP
+		ip.TrafficClass, ip.FlowLabel = uint8(vtf>>20), vtf&FlowLabelMask
+		ip.PayloadLen, ip.NextHeader, ip.HopLimit = binary.BigEndian.Uint16(h[ipv6OffPayloadLen:]), ProtoUDP, h[ipv6OffHopLimit]
+		ip.Src, ip.Dst = *(*[16]byte)(h[ipv6OffSrc:]), *(*[16]byte)(h[ipv6OffDst:])
+		return p.decodeUDP(b, IPv6Len, IPv6Len+int(ip.PayloadLen))
+	}
+	return p.decodeHeaders(b)
+}
+
+// decodeHeaders is Decode for any datagram (the IPv6 headers in general:
+// an SRH, an inner header), on a zero p.
+func (p *Packet) decodeHeaders(b []byte) error {
 	off, err := p.IP.Decode(b)
 	if err != nil {
 		return err
@@ -349,29 +365,36 @@ func (p *Packet) Decode(b []byte) error {
 	if nh != ProtoUDP {
 		return ErrUnsupported
 	}
-	udpOff := off
-	if _, err := p.UDP.Decode(b[off:]); err != nil {
+	return p.decodeUDP(b, off, end)
+}
+
+// decodeUDP is the rest of Decode from the UDP header on, which starts
+// at b[udpOff:]; the datagram ends at b[end] by the outermost header's
+// length.
+func (p *Packet) decodeUDP(b []byte, udpOff, end int) error {
+	if _, err := p.UDP.Decode(b[udpOff:]); err != nil {
 		return err
 	}
 	if p.UDP.Length < UDPLen || udpOff+int(p.UDP.Length) != end {
 		return ErrInvalid
 	}
-	off += UDPLen
+	off := udpOff + UDPLen
 	if _, err := p.BTH.Decode(b[off:]); err != nil {
 		return err
 	}
 	op := p.BTH.Opcode
-	if !op.Known() {
+	x := op.exts(p.BTH.TS)
+	if x.Len == 0 { // not Known
 		return ErrUnsupported
 	}
-	hdrEnd := udpOff + UDPLen + op.HeaderLen(p.BTH.TS)
+	hdrEnd := off + BTHLen + int(x.Len)
 	if hdrEnd > len(b) {
 		return ErrTruncated
 	}
 	if hdrEnd > end {
 		return ErrInvalid
 	}
-	p.decodeExt(b[off+BTHLen : hdrEnd])
+	p.decodeExt(b[off+BTHLen:hdrEnd], x)
 
 	rem := end - hdrEnd
 	if rem == 0 {
@@ -395,17 +418,19 @@ func (p *Packet) Decode(b []byte) error {
 	return nil
 }
 
-// decodeExt decodes the extension headers of the opcode from b, which
-// holds exactly Opcode.HeaderLen - BTHLen bytes, so no decode can fail.
-func (p *Packet) decodeExt(b []byte) {
-	x := p.BTH.Opcode.exts(p.BTH.TS)
+// decodeExt decodes the extension headers x lays out from b, which holds
+// exactly their length, so no decode can fail.
+func (p *Packet) decodeExt(b []byte, x *Exts) {
 	switch {
-	case x.METH >= 0: // data
-		_, _ = p.METH.Decode(b[x.METH:])
+	case x.METH >= 0: // data: METH, [TSETH], RETH, [ImmDt], in a straight line
+		m := (*[METHLen]byte)(b)
+		p.METH.RQMSN, p.METH.MSN = binary.BigEndian.Uint16(m[methOffRQMSN:]), binary.BigEndian.Uint16(m[methOffMSN:])
 		if x.TSETH >= 0 {
 			_, _ = p.TSETH.Decode(b[x.TSETH:])
 		}
-		_, _ = p.RETH.Decode(b[x.RETH:])
+		r := (*[RETHLen]byte)(b[x.RETH:])
+		p.RETH.VA, p.RETH.RKey = binary.BigEndian.Uint64(r[rethOffVA:]), binary.BigEndian.Uint32(r[rethOffRKey:])
+		p.RETH.DMALen = binary.BigEndian.Uint32(r[rethOffDMALen:])
 		if x.ImmDt >= 0 {
 			_, _ = p.Imm.Decode(b[x.ImmDt:])
 		}

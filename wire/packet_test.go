@@ -536,8 +536,12 @@ func FuzzPacket(f *testing.F) {
 		f.Add(AppendPacket(nil, &p, nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p Packet
-		if err := p.Decode(b); err != nil {
+		var p, general Packet
+		err := p.Decode(b)
+		if gerr := general.decodeHeaders(b); gerr != err || !reflect.DeepEqual(general, p) {
+			t.Fatalf("Decode and the general decoder differ: %v, %v\n%+v\n%+v", err, gerr, p, general)
+		}
+		if err != nil {
 			if !isSentinel(err) {
 				t.Fatalf("Decode: %v", err)
 			}

@@ -16,7 +16,7 @@ import "encoding/binary"
 //
 // A DataTemplate is a plain value, read-only once made.
 type DataTemplate struct {
-	hdr   [2*IPv6Len + UDPLen + BTHLen + METHLen + TSETHLen + RETHLen + ImmDtLen]byte
+	hdr   [dataHeaderMax]byte
 	encap DataEncap
 	ts    bool // a TSETH follows the METH (BTH.TS)
 	noCRC bool // as Packet.NoCRC
@@ -84,6 +84,20 @@ func NewDataTemplate(encap DataEncap, ts, noCRC bool) DataTemplate {
 // dataHopLimit is the hop limit of every IPv6 header of a data packet.
 const dataHopLimit = 64
 
+// The longest data-packet headers: outer and inner IPv6, and from the UDP
+// header on.
+const (
+	dataFromUDPMax = UDPLen + BTHLen + METHLen + TSETHLen + RETHLen + ImmDtLen
+	dataInnerMax   = IPv6Len + dataFromUDPMax
+	dataHeaderMax  = IPv6Len + dataInnerMax
+)
+
+// Len returns the length of a datagram Append writes with opcode op and
+// n bytes of payload, as its length fields declare it (Packet.Len).
+func (t *DataTemplate) Len(op Opcode, n int) int {
+	return t.ip + IPv6Len + UDPLen + op.HeaderLen(t.ts) + n + pad(n) + ICRCLen
+}
+
 // Append appends the data packet f describes, with payload, to b and
 // returns the extended slice, as AppendPacket does (phantom payloads
 // included). f.Opcode must be a data opcode. It does not allocate when b
@@ -91,12 +105,13 @@ const dataHopLimit = 64
 func (t *DataTemplate) Append(b []byte, f *DataFields, payload []byte) []byte {
 	n := max(f.PayloadLen, len(payload))
 	x := f.Opcode.exts(t.ts)
-	hlen := BTHLen + int(x.Len)
-	udpLen := UDPLen + hlen + n + pad(n) + ICRCLen
-	udpOff := t.ip + IPv6Len
-	start := len(b)
-	b, w := grow(b, udpOff+UDPLen+hlen)
-	copy(w, t.hdr[:])
+	udpLen := UDPLen + BTHLen + int(x.Len) + n + pad(n) + ICRCLen
+	udpOff := len(b) + t.ip + IPv6Len
+	// Room for the longest headers, written through fixed-size arrays
+	// (no bounds check per field), then cut to these.
+	b, w := grow(b, dataHeaderMax)
+	h := (*[dataHeaderMax]byte)(w)
+	*h = t.hdr
 	sport, flow := SplitEV(f.EV)
 	vtf := ipv6Version<<28 | uint32(f.TrafficClass)<<20 | flow&FlowLabelMask
 	dst := &f.Dst
@@ -104,36 +119,48 @@ func (t *DataTemplate) Append(b []byte, f *DataFields, payload []byte) []byte {
 	case DataUSID:
 		dst = &f.Via
 	case DataEncapsulated:
-		binary.BigEndian.PutUint32(w, vtf)
-		binary.BigEndian.PutUint16(w[ipv6OffPayloadLen:], uint16(IPv6Len+udpLen))
-		copy(w[ipv6OffSrc:ipv6OffDst], f.Src[:])
-		copy(w[ipv6OffDst:IPv6Len], f.Via[:])
+		binary.BigEndian.PutUint32(h[:], vtf)
+		binary.BigEndian.PutUint16(h[ipv6OffPayloadLen:], uint16(IPv6Len+udpLen))
+		*(*[16]byte)(h[ipv6OffSrc:]) = f.Src
+		*(*[16]byte)(h[ipv6OffDst:]) = f.Via
 	}
-	ip := w[t.ip : t.ip+IPv6Len]
-	binary.BigEndian.PutUint32(ip, vtf)
+	ip := (*[dataInnerMax]byte)(h[t.ip:])
+	binary.BigEndian.PutUint32(ip[:], vtf)
 	binary.BigEndian.PutUint16(ip[ipv6OffPayloadLen:], uint16(udpLen))
-	copy(ip[ipv6OffSrc:ipv6OffDst], f.Src[:])
-	copy(ip[ipv6OffDst:], dst[:])
-	u := w[udpOff : udpOff+UDPLen+hlen]
+	*(*[16]byte)(ip[ipv6OffSrc:]) = f.Src
+	*(*[16]byte)(ip[ipv6OffDst:]) = *dst
+	u := (*[dataFromUDPMax]byte)(ip[IPv6Len:])
 	binary.BigEndian.PutUint16(u[udpOffSrcPort:], sport)
 	binary.BigEndian.PutUint16(u[udpOffLength:], uint16(udpLen))
-	bth := u[UDPLen:]
-	bth[bthOffOpcode] = byte(f.Opcode)
-	bth[bthOffFlags] = uint8(pad(n)) << bthPadShift
-	put24(bth[bthOffDestQP:], f.DestQP)
-	bth[bthOffAck] = flag(f.AckReq, bthAckReq) | flag(f.Rtx, bthRtx) | flag(t.ts, bthTS)
-	put24(bth[bthOffPSN:], f.PSN)
-	ext := bth[BTHLen:]
-	f.METH.put(ext[x.METH:])
+	const bth = UDPLen
+	ack := flag(t.ts, bthTS)
+	if f.AckReq {
+		ack |= bthAckReq
+	}
+	if f.Rtx {
+		ack |= bthRtx
+	}
+	binary.BigEndian.PutUint16(u[bth+bthOffOpcode:], uint16(f.Opcode)<<8|uint16(pad(n))<<bthPadShift)
+	binary.BigEndian.PutUint32(u[bth+bthOffResv8a:], f.DestQP&QPNMask)
+	binary.BigEndian.PutUint32(u[bth+bthOffAck:], uint32(ack)<<24|f.PSN&PSNMask)
+	const ext = bth + BTHLen
+	binary.BigEndian.PutUint16(u[ext+methOffRQMSN:], f.METH.RQMSN)
+	binary.BigEndian.PutUint16(u[ext+methOffMSN:], f.METH.MSN)
+	reth := ext + METHLen
 	if t.ts {
-		binary.BigEndian.PutUint16(ext[x.TSETH+tsethOffTimestamp:], f.TxTimestamp)
+		binary.BigEndian.PutUint16(u[ext+METHLen+tsethOffTimestamp:], f.TxTimestamp)
+		reth += TSETHLen
 	}
-	f.RETH.put(ext[x.RETH:])
+	r := (*[RETHLen + ImmDtLen]byte)(u[reth:])
+	binary.BigEndian.PutUint64(r[rethOffVA:], f.RETH.VA)
+	binary.BigEndian.PutUint32(r[rethOffRKey:], f.RETH.RKey)
+	binary.BigEndian.PutUint32(r[rethOffDMALen:], f.RETH.DMALen)
 	if x.ImmDt >= 0 {
-		f.Imm.put(ext[x.ImmDt:])
+		binary.BigEndian.PutUint32(r[RETHLen:], uint32(f.Imm))
 	}
+	b = b[:udpOff+udpLen-n-pad(n)-ICRCLen]
 	if n > len(payload) {
 		return b // phantom payload
 	}
-	return appendWhole(b, start+udpOff, udpLen, f.Src, f.Dst, payload, t.noCRC)
+	return appendWhole(b, udpOff, udpLen, f.Src, f.Dst, payload, t.noCRC)
 }

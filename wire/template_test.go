@@ -82,6 +82,9 @@ func TestDataTemplate(t *testing.T) {
 						if got := tpl.Append(dirty[:0], &f, pl); !bytes.Equal(got, want) {
 							t.Fatalf("encap %d ts %v noCRC %v %v, %d bytes, phantom %v:\n got %x\nwant %x", encap, ts, noCRC, f.Opcode, n, phantom, got, want)
 						}
+						if l := tpl.Len(f.Opcode, n); l != p.Len() {
+							t.Fatalf("encap %d: Len %d, AppendPacket's packet is %d", encap, l, p.Len())
+						}
 						if got := tpl.Append([]byte{0xAB}, &f, pl); got[0] != 0xAB || !bytes.Equal(got[1:], want) {
 							t.Fatalf("encap %d: after a prefix, the packet differs", encap)
 						}

@@ -55,6 +55,9 @@ type Endpoint struct {
 
 	rx wire.Packet // decode scratch
 	tx wire.Packet // encode scratch
+
+	dataTpl wire.DataTemplate // the headers of every data packet (writeData)
+	data    wire.DataFields   // a data packet's own fields, scratch
 	// traced is the record every trace call hands the tracer: a Record
 	// is valid during the Trace call only, so one serves every call, and
 	// a traced event costs no allocation.
@@ -82,6 +85,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.up |= 1 << i
 	}
 	e.tx.NoCRC = cfg.SkipICRC
+	e.dataTpl = wire.NewDataTemplate(dataEncap[cfg.Encap], cfg.Timestamps, cfg.SkipICRC)
 	return e, nil
 }
 

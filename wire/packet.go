@@ -508,7 +508,10 @@ func (p *Packet) Verify(b []byte) error {
 // on an error dst's first PayloadLen bytes are undefined: they may hold
 // some, all or none of the payload's bytes, so the caller must pass a
 // dst where any bytes are acceptable. dst must hold PayloadLen bytes. It
-// does not allocate.
+// does not allocate. The core does not use it: a packet that fails
+// verification must leave a QP's memory untouched (docs/security.md), so
+// dst there could only be a staging buffer, and a second copy costs what
+// the shared pass saves.
 func (p *Packet) VerifyInto(b, dst []byte) error {
 	n := p.PayloadLen
 	dst = dst[:n]

@@ -30,6 +30,9 @@ const (
 	EncapSRv6
 )
 
+// dataEncap is the wire.DataTemplate encapsulation of each Encap.
+var dataEncap = [...]wire.DataEncap{EncapPlain: wire.DataPlain, EncapUSID: wire.DataUSID, EncapSRv6: wire.DataEncapsulated}
+
 func (e Encap) String() string {
 	switch e {
 	case EncapPlain:

@@ -55,9 +55,12 @@ type Endpoint struct {
 
 	rx wire.Packet // decode scratch
 	tx wire.Packet // encode scratch
-	// traced is the record tracePacketTo hands the tracer: a Record is
-	// valid during the Trace call only, so one serves every call, and a
-	// traced packet costs no allocation.
+
+	dataTpl wire.DataTemplate // the headers of every data packet (writeData)
+	data    wire.DataFields   // a data packet's own fields, scratch
+	// traced is the record every trace call hands the tracer: a Record
+	// is valid during the Trace call only, so one serves every call, and
+	// a traced event costs no allocation.
 	traced trace.Record
 }
 
@@ -82,6 +85,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.up |= 1 << i
 	}
 	e.tx.NoCRC = cfg.SkipICRC
+	e.dataTpl = wire.NewDataTemplate(dataEncap[cfg.Encap], cfg.Timestamps, cfg.SkipICRC)
 	return e, nil
 }
 
@@ -289,7 +293,7 @@ func (e *Endpoint) describe(tx *verbs.Transmit, port, n, wireLen int, qpn uint32
 func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.DropReason) {
 	s.Drops[why]++
 	if t := e.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})
+		e.trace(t, trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})
 	}
 }
 
@@ -302,10 +306,15 @@ func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slo
 }
 
 func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
-	r := &q.ep.traced
-	*r = trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
-		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason}
-	t.Trace(r)
+	q.ep.trace(t, trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
+		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
+}
+
+// trace hands r to t in the endpoint's own record (traced): a traced
+// event costs no allocation.
+func (e *Endpoint) trace(t trace.Tracer, r trace.Record) {
+	e.traced = r
+	t.Trace(&e.traced)
 }
 
 // String describes the endpoint for debugging.

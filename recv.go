@@ -353,7 +353,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		q.stats.CEReceived++
 	}
 	if t := e.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: wire.EV(t0.ev), Plane: port, Bytes: int(size)})
+		e.trace(t, trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: wire.EV(t0.ev), Plane: port, Bytes: int(size)})
 	}
 	if p.BTH.Opcode.HasImm() {
 		if r.imms == nil {
@@ -478,7 +478,7 @@ func (q *QP) recvTrimmed(now mtime.Time, t0 trigger, fresh, lastHop bool) {
 	e, r := q.ep, &q.rx
 	q.stats.TrimmedReceived++
 	if t := e.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(t0.psn), EV: wire.EV(t0.ev), Plane: t0.port})
+		e.trace(t, trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(t0.psn), EV: wire.EV(t0.ev), Plane: t0.port})
 	}
 	if !fresh || !q.allowAnswer(now, &r.ack().trimNACKs, r.win.Size()) {
 		return
@@ -722,7 +722,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 		a := q.rx.acks
 		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
 		if t := e.cfg.Tracer; t != nil {
-			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
+			e.trace(t, trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
 		}
 	}
 	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, c.kind)

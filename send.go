@@ -368,32 +368,36 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	case rtx:
 		dscp = e.cfg.DSCP.DataRetx
 	}
-	pk := &e.tx
-	q.address(pk, r.slot, dscp, wire.ECT0)
+	plane, ev := q.evs.Plane(r.slot), q.evs.Value(r.slot)
 	off := uint64(r.seg) * uint64(e.cfg.MTU)
+	// The headers come from the endpoint's template (wire.DataTemplate),
+	// filled in place, field by field (see setBTH).
+	f := &e.data
+	f.Src = e.ports[plane].addr
+	f.Dst = q.remote[plane]
+	if q.paths != nil && e.cfg.Encap != EncapPlain {
+		f.Via = q.paths(plane, wire.EV(ev))
+	}
+	f.TrafficClass, f.EV, f.Opcode = dscp<<2|uint8(wire.ECT0), wire.EV(ev), op
 	// Ask for an immediate SACK when this packet ends what we can send
 	// for now, so that the tail is not left to the SACK timer (UET
 	// AckRequest).
-	ackReq := rtx || last && s.wqeSend == s.wqeTail ||
-		q.cc.Window()-s.inflight < e.cfg.MTU
-	setBTH(&pk.BTH, op, q.remoteQPN, p, ackReq, rtx, e.cfg.Timestamps)
-	pk.METH = wire.METH{MSN: w.msn, RQMSN: w.rqmsn}
-	if e.cfg.Timestamps {
-		pk.TSETH = wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}
-	}
-	pk.RETH = wire.RETH{VA: w.remoteVA + off, RKey: w.rkey, DMALen: uint32(w.length)}
-	pk.Imm = wire.ImmDt(w.imm)
-	pk.PayloadLen = int(r.size)
+	f.AckReq = rtx || last && s.wqeSend == s.wqeTail || q.cc.Window()-s.inflight < e.cfg.MTU
+	f.Rtx, f.DestQP, f.PSN = rtx, q.remoteQPN, uint32(p)
+	f.METH.MSN, f.METH.RQMSN, f.TxTimestamp = w.msn, w.rqmsn, timestamp(now)
+	f.RETH.VA, f.RETH.RKey, f.RETH.DMALen = w.remoteVA+off, w.rkey, uint32(w.length)
+	f.Imm, f.PayloadLen = wire.ImmDt(w.imm), int(r.size)
 	var payload []byte
 	if w.src != nil {
 		payload = w.src[off : off+uint64(r.size)]
 	}
-	n := len(wire.AppendPacket(buf[:0], pk, payload))
+	n := len(e.dataTpl.Append(buf[:0], f, payload))
 	kind := verbs.KindData
 	if rtx {
 		kind = verbs.KindRetransmit
 	}
-	e.describe(tx, q.evs.Plane(r.slot), n, pk.Len(), q.qpn, kind)
+	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, e.dataTpl.Len(op, int(r.size)), q.qpn, kind
+	tx.Dst, tx.EV, tx.TrafficClass = f.Dst, f.EV, f.TrafficClass
 }
 
 // timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).
@@ -458,7 +462,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 func (q *QP) traceCwnd(now mtime.Time, before int) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		if w := q.cc.Window(); w != before {
-			t.Trace(&trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
+			q.ep.trace(t, trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}
 }

@@ -127,3 +127,23 @@ func udpChecks(src, finalDst [16]byte, udp []byte) (uint16, uint32) {
 	s, crc = sumCRC(nil, s, crc, udp[m:end])
 	return finish(sum(s, udp[end:])), crc
 }
+
+// udpChecksCopy is udpChecks that also copies the n bytes at udp[at:]
+// (a payload: at is even, at least UDPLen+BTHLen, and at+n at most
+// len(udp)-ICRCLen) into dst in the same pass. It copies them whatever
+// the checks will say.
+func udpChecksCopy(dst []byte, src, finalDst [16]byte, udp []byte, at, n int) (uint16, uint32) {
+	end := len(udp) - ICRCLen
+	crc, m := icrcHead(src, finalDst, udp[:at])
+	crc = crcRest(crc, udp[m:at])
+	s := pseudoSum(&src, &finalDst, len(udp))
+	s = sum(udpHead(s, udp), udp[UDPLen:at])
+	// Whole blocks in the fused pass; the rest of the payload is copied,
+	// and summed and CRCed with the pad and ICRC after it, so that the
+	// sum's 16-bit lanes stay aligned when n is odd.
+	k := n &^ (foldBlock - 1)
+	s, crc = sumCRC(dst[:k], s, crc, udp[at:at+k])
+	copy(dst[k:n], udp[at+k:at+n])
+	crc = crcRest(crc, udp[at+k:end])
+	return finish(sum(s, udp[at+k:])), crc
+}

@@ -7,6 +7,25 @@
 // folding keys, Z11-Z12 scratch, Z13-Z14 the sums of the high and low
 // 32-bit words of every 64-bit word.
 
+// PREFETCH4 asks for the four cache lines at off(SI) and off(DI) (the
+// copy's source and destination, one of which is a memory region the
+// bytes rarely stay cached in) before the loop reaches them: a packet is
+// one page, where the hardware's prefetch starts over.
+#define PREFETCH4(off) \
+	PREFETCHT0 off(SI) \
+	PREFETCHT0 off(DI) \
+	PREFETCHT0 off+64(SI) \
+	PREFETCHT0 off+64(DI) \
+	PREFETCHT0 off+128(SI) \
+	PREFETCHT0 off+128(DI) \
+	PREFETCHT0 off+192(SI) \
+	PREFETCHT0 off+192(DI)
+
+// prefetchAhead is how far ahead of the copy loop PREFETCH4 runs, in
+// bytes: measured best among 512, 1,024, 2,048 and 4,096 for 4 KiB
+// payloads (docs/udpio.md).
+#define prefetchAhead 2048
+
 // SUM adds the two 32-bit halves of each 64-bit word of z to Z13, Z14.
 #define SUM(z) \
 	VPSRLQ $32, z, Z11 \
@@ -69,6 +88,18 @@ TEXT ·foldSumCRC(SB), NOSPLIT, $0-52
 	VPXORQ Z14, Z14, Z14
 	VBROADCASTI32X4 0(DX), Z10
 
+	TESTQ DI, DI
+	JZ noprefetch
+	PREFETCH4(0)
+	PREFETCH4(256)
+	PREFETCH4(512)
+	PREFETCH4(768)
+	PREFETCH4(1024)
+	PREFETCH4(1280)
+	PREFETCH4(1536)
+	PREFETCH4(1792)
+
+noprefetch:
 	VMOVDQU64 0(SI), Z0
 	VMOVDQU64 64(SI), Z1
 	VMOVDQU64 128(SI), Z2
@@ -112,6 +143,7 @@ loop:
 	JMP combine
 
 copyloop:
+	PREFETCH4(prefetchAhead)
 	VMOVDQU64 0(SI), Z4
 	VMOVDQU64 64(SI), Z5
 	VMOVDQU64 128(SI), Z6

@@ -115,10 +115,10 @@ func verifyRef(src, final [16]byte, udp []byte) error {
 
 // TestFusedChecksMatchReference: for every data kind and encapsulation and
 // payloads of 0 to 5,000 bytes (odd ones too), AppendPacket writes the UDP
-// checksum and ICRC that UDPChecksum and ICRC compute, and Verify of the
-// packet with one byte changed anywhere after the IPv6 header agrees with
-// those reference functions, error for error, with the fused loop and
-// without.
+// checksum and ICRC that UDPChecksum and ICRC compute, and Verify and
+// VerifyInto of the packet with one byte changed anywhere after the IPv6
+// header agree with those reference functions, error for error, with the
+// fused loop and without; VerifyInto copies the payload when it says nil.
 func TestFusedChecksMatchReference(t *testing.T) {
 	withFused(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 4))
@@ -145,6 +145,10 @@ func TestFusedChecksMatchReference(t *testing.T) {
 					if err := verifyRef(p.IP.Src, p.Final(), udp); err != nil {
 						t.Fatalf("%v %v %d bytes: the packet as written fails the reference check: %v", k, e, len(payload), err)
 					}
+					dst := make([]byte, len(payload))
+					if err := d.VerifyInto(pkt, dst); err != nil || !bytes.Equal(dst, payload) {
+						t.Fatalf("%v %v %d bytes: VerifyInto: %v, payload copied: %v", k, e, len(payload), err, bytes.Equal(dst, payload))
+					}
 					for range 8 {
 						bad := bytes.Clone(pkt)
 						i := off + r.IntN(len(udp))
@@ -152,6 +156,11 @@ func TestFusedChecksMatchReference(t *testing.T) {
 						want := verifyRef(p.IP.Src, p.Final(), bad[off:off+int(d.UDP.Length)])
 						if got := d.Verify(bad); got != want {
 							t.Errorf("%v %v %d bytes, byte %d changed: Verify says %v, the reference %v", k, e, len(payload), i-off, got, want)
+						}
+						clear(dst)
+						bp := bad[len(pkt)-len(payload)-pad(len(payload))-ICRCLen:][:len(payload)]
+						if got := d.VerifyInto(bad, dst); got != want || got == nil && !bytes.Equal(dst, bp) {
+							t.Errorf("%v %v %d bytes, byte %d changed: VerifyInto says %v, the reference %v", k, e, len(payload), i-off, got, want)
 						}
 					}
 				}

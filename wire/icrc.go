@@ -33,8 +33,10 @@ const (
 	icrcSeedHdr = 4
 	// icrcVarLen is the length of the rest, which ICRC builds on the
 	// stack: the IPv6 header after icrcSeedHdr, the UDP header and the
-	// BTH, masked.
-	icrcVarLen = IPv6Len - icrcSeedHdr + UDPLen + BTHLen
+	// BTH, masked, and the bytes after them up to the longest extension
+	// headers of a data packet, so that one pass of the carry-less
+	// multiply covers all of a data packet's headers.
+	icrcVarLen = IPv6Len - icrcSeedHdr + UDPLen + BTHLen + METHLen + TSETHLen + RETHLen + ImmDtLen
 )
 
 // icrcSeed is the CRC of the constant start of the ICRC input.
@@ -55,8 +57,9 @@ func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
 }
 
 // icrcHead starts the ICRC of udp: it returns the CRC over the constant
-// start, the IPv6 header and the masked UDP header and BTH (what udp has
-// of them), and the number of udp's bytes it covered.
+// start, the IPv6 header, the masked UDP header and BTH and up to 28
+// bytes after them (what udp has of them), and the number of udp's bytes
+// it covered.
 func icrcHead(src, finalDst [16]byte, udp []byte) (crc uint32, m int) {
 	var h [icrcVarLen]byte
 	udpLen := uint16(len(udp))
@@ -73,11 +76,11 @@ func icrcHead(src, finalDst [16]byte, udp []byte) (crc uint32, m int) {
 	return crcShort(icrcSeed, h[:IPv6Len+o+m]), m
 }
 
-// maskUDP copies the UDP header and BTH at the start of udp (or what
-// there is of them) to h, masks the UDP checksum and BTH byte 4, and
+// maskUDP copies the start of udp, as much as h holds (at least the UDP
+// header and BTH), to h, masks the UDP checksum and BTH byte 4, and
 // returns the number of bytes copied.
 func maskUDP(h, udp []byte) int {
-	n := copy(h[:UDPLen+BTHLen], udp)
+	n := copy(h, udp)
 	if n >= UDPLen {
 		h[udpOffChecksum], h[udpOffChecksum+1] = icrcMasked, icrcMasked
 	}

@@ -40,6 +40,17 @@ type Owner interface {
 	Cut(now mtime.Time, timeout bool)
 }
 
+// AckNow sends at once the ACK the connection is delaying, if any. An
+// owner calls it when its application reads data a segment completed,
+// as Linux acknowledges a segment at once when the application has read
+// everything up to it (tcp_cleanup_rbuf; for MPTCP, mptcp_cleanup_rbuf):
+// the ACK carries what the owner's peer waits for.
+func (q *Conn) AckNow() {
+	if q.rcv.delackAt != mtime.Never {
+		q.rcv.ackNow()
+	}
+}
+
 // Acked returns the bytes of the connection's stream cumulatively
 // acknowledged.
 func (q *Conn) Acked() uint64 { return q.snd.una }

@@ -64,7 +64,10 @@ type sender struct {
 	sendCWR              bool
 }
 
-func (s *sender) init(c *Config) {
+// init readies the sender with c; pushAcked says the peer acknowledges a
+// segment that ends a message at once (it does unless the connection is
+// an owner's subflow, whose owner frames messages).
+func (s *sender) init(c *Config, pushAcked bool) {
 	s.cwnd = c.InitCwnd * c.MSS
 	s.ssthresh = 1 << 30
 	s.rto = c.InitialRTO
@@ -72,6 +75,10 @@ func (s *sender) init(c *Config) {
 	s.alpha = c.InitialAlpha
 	s.rack.init()
 	s.rack.minRTT = 1 << 62
+	if !c.DisableDelayedACK {
+		s.rack.wcDelAck = c.DelAck
+	}
+	s.rack.pushAcked = pushAcked
 }
 
 // deadline returns the sender's next timer: the retransmission timeout,
@@ -236,9 +243,15 @@ func (q *Conn) enterRecovery(now mtime.Time) {
 	}
 }
 
-// onTimer runs the sender's timers due at now: the retransmission
-// timeout, RACK's reordering timer and the tail loss probe.
+// deadline returns the connection's next timer: the sender's or the
+// receiver's delayed ACK.
+func (q *Conn) deadline() mtime.Time { return mtime.Min(q.snd.deadline(), q.rcv.delackAt) }
+
+// onTimer runs the connection's timers due at now: the delayed ACK, the
+// retransmission timeout, RACK's reordering timer and the tail loss
+// probe.
 func (q *Conn) onTimer(now mtime.Time) {
+	q.onDelAck(now)
 	s := &q.snd
 	if s.rtoAt <= now {
 		q.onRTO(now)

@@ -299,7 +299,9 @@ func (s *subflow) Incoming(now mtime.Time, h *tcp.Header, start uint64, n int) {
 			c.stats.Duplicates++
 		default:
 			c.stats.DataReceived++
-			c.deliver(now)
+			if c.deliver(now) {
+				c.ackNow()
+			}
 		}
 	}
 	for m, ok := s.maps.Peek(); ok && m.sub+uint64(m.n) <= s.q.Acked(); m, ok = s.maps.Peek() {
@@ -324,14 +326,26 @@ func (c *Conn) dataAcked(now mtime.Time, ack uint64) {
 	}
 }
 
+// ackNow makes every subflow send at once the ACK it is delaying, as
+// the application reads a message: the data ACK that completes the
+// peer's message goes out, and no subflow's sender waits on the timer for
+// data the peer has already read (Linux's mptcp_cleanup_rbuf, which
+// acknowledges on the subflows when a read frees receive space).
+func (c *Conn) ackNow() {
+	for i := range c.subs {
+		c.subs[i].q.AckNow()
+	}
+}
+
 // deliver completes the messages now whole and in order in the data
-// stream.
-func (c *Conn) deliver(now mtime.Time) {
+// stream and reports whether there were any.
+func (c *Conn) deliver(now mtime.Time) (some bool) {
 	for {
 		n, ok := c.rcv.Message()
 		if !ok {
-			return
+			return some
 		}
+		some = true
 		id, ok := c.recvs.Pop()
 		if !ok {
 			c.unposted++

@@ -97,3 +97,32 @@ func TestReinjection(t *testing.T) {
 		}
 	}
 }
+
+// TestSubflowsDelayAcks: an MPTCP connection's subflows delay their ACKs
+// as package tcp does (an ACK per two full segments, RFC 5681 §4.2), and
+// the data ACK that completes the sender's message is not held back by
+// the delayed-ACK timer: the transfer ends at the link's pace, far
+// inside one delayed-ACK timeout. With delayed ACKs off, every segment
+// is acknowledged.
+func TestSubflowsDelayAcks(t *testing.T) {
+	const size = 8 << 20
+	for _, off := range []bool{false, true} {
+		cfg := Config{TCP: tcp.Config{DisableDelayedACK: off}}
+		d := newNet(t, 2, 10e9, 5*time.Microsecond, cfg, tcp.Config{}, vswitch.QueueConfig{Buffer: 4 << 20})
+		f := d.startMPTCP(0, 1, size)
+		d.track(f)
+		if !d.Run(time.Second, f.finished) {
+			t.Fatalf("delayed ACKs off=%v: not done at %v", off, d.Now)
+		}
+		segs, st := f.snd.(*Conn).Stats().Subflows.DataSent, f.rcv.(*Conn).Stats().Subflows
+		t.Logf("delayed ACKs off=%v: %d segments, %d ACKs, %d by the timer, done at %v", off, segs, st.SACKsSent, st.DelayedAcks, d.Now)
+		switch {
+		case off && st.SACKsSent != segs:
+			t.Errorf("delayed ACKs off: %d ACKs for %d segments, want one each", st.SACKsSent, segs)
+		case !off && float64(st.SACKsSent) > 0.6*float64(segs):
+			t.Errorf("%d ACKs for %d segments, want about one per two", st.SACKsSent, segs)
+		case d.Now.Sub(0) > 10*time.Millisecond:
+			t.Errorf("done at %v: the last data ACK waited", d.Now)
+		}
+	}
+}

@@ -299,8 +299,9 @@ func (s *subflow) Incoming(now mtime.Time, h *tcp.Header, start uint64, n int) {
 			c.stats.Duplicates++
 		default:
 			c.stats.DataReceived++
-			if c.deliver(now) {
-				c.ackNow()
+			c.deliver(now)
+			if len(c.rcv.Ranges()) == 0 {
+				c.ackNow(now) // the application has read all that arrived
 			}
 		}
 	}
@@ -326,26 +327,29 @@ func (c *Conn) dataAcked(now mtime.Time, ack uint64) {
 	}
 }
 
-// ackNow makes every subflow send at once the ACK it is delaying, as
-// the application reads a message: the data ACK that completes the
-// peer's message goes out, and no subflow's sender waits on the timer for
-// data the peer has already read (Linux's mptcp_cleanup_rbuf, which
-// acknowledges on the subflows when a read frees receive space).
-func (c *Conn) ackNow() {
+// ackNow makes every subflow send at once the ACK it is delaying. It is
+// called when the data level holds nothing out of order, so the
+// application has read all that arrived: Linux then acknowledges on each
+// subflow a pending pushed segment (mptcp_cleanup_rbuf), and a
+// connection's pushes onto a subflow end with PSH, so a subflow's
+// segments count as pushed here (the wire's PSH frames the data level's
+// messages instead; docs/mptcp.md). The data ACK that completes the
+// peer's message goes out at once, and a subflow whose window holds one
+// segment does not wait on the timer.
+func (c *Conn) ackNow(now mtime.Time) {
 	for i := range c.subs {
-		c.subs[i].q.AckNow()
+		c.subs[i].q.AckNow(now)
 	}
 }
 
 // deliver completes the messages now whole and in order in the data
-// stream and reports whether there were any.
-func (c *Conn) deliver(now mtime.Time) (some bool) {
+// stream.
+func (c *Conn) deliver(now mtime.Time) {
 	for {
 		n, ok := c.rcv.Message()
 		if !ok {
-			return some
+			return
 		}
-		some = true
 		id, ok := c.recvs.Pop()
 		if !ok {
 			c.unposted++

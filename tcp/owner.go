@@ -40,14 +40,14 @@ type Owner interface {
 	Cut(now mtime.Time, timeout bool)
 }
 
-// AckNow sends at once the ACK the connection is delaying, if any. An
-// owner calls it when its application reads data a segment completed,
-// as Linux acknowledges a segment at once when the application has read
-// everything up to it (tcp_cleanup_rbuf; for MPTCP, mptcp_cleanup_rbuf):
-// the ACK carries what the owner's peer waits for.
-func (q *Conn) AckNow() {
+// AckNow sends at once the ACK the connection is delaying, if any: an
+// owner calls it when its application has read the data, as Linux
+// acknowledges a pushed segment once it is read (tcp_cleanup_rbuf; for
+// MPTCP, mptcp_cleanup_rbuf).
+func (q *Conn) AckNow(now mtime.Time) {
 	if q.rcv.delackAt != mtime.Never {
 		q.rcv.ackNow()
+		q.ep.update(q, now)
 	}
 }
 

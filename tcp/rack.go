@@ -23,13 +23,11 @@ type rack struct {
 	tlpAt      mtime.Time // the probe timer, or Never
 	tlpPending bool       // the probe timer fired: send a probe
 	tlpOut     bool       // a probe is out and no ACK has come since
-	// wcDelAck is the longest the peer may delay an ACK (RFC 8985's
-	// WCDelAckT): its delayed-ACK timeout, 0 if it acknowledges every
-	// segment at once.
+	// wcDelAck is the longest the peer may delay the ACK of a lone
+	// segment that does not end a message (RFC 8985's WCDelAckT): its
+	// delayed-ACK timeout, 0 if it acknowledges every segment at once or
+	// the connection is a subflow (see sender.init).
 	wcDelAck time.Duration
-	// pushAcked says the peer acknowledges a segment that ends a message
-	// (PSH) at once: such a segment alone in flight needs no allowance.
-	pushAcked bool
 }
 
 func (r *rack) init() { r.at, r.tlpAt = mtime.Never, mtime.Never }
@@ -102,7 +100,7 @@ func (s *sender) armTLP(now mtime.Time) {
 	pto := time.Second
 	if s.hasRTT {
 		pto = max(2*s.srtt, time.Microsecond)
-		if s.segs.Len() == 1 && !(r.pushAcked && s.segs.At(0).psh) {
+		if s.segs.Len() == 1 && !s.segs.At(0).psh {
 			pto += r.wcDelAck
 		}
 	}

@@ -64,10 +64,11 @@ type sender struct {
 	sendCWR              bool
 }
 
-// init readies the sender with c; pushAcked says the peer acknowledges a
-// segment that ends a message at once (it does unless the connection is
-// an owner's subflow, whose owner frames messages).
-func (s *sender) init(c *Config, pushAcked bool) {
+// init readies the sender with c. A subflow's tail loss probe makes no
+// allowance for a delayed ACK, as for a segment that ends a message: its
+// owner acknowledges a subflow's segments as pushed ones (Conn.AckNow,
+// docs/mptcp.md).
+func (s *sender) init(c *Config, subflow bool) {
 	s.cwnd = c.InitCwnd * c.MSS
 	s.ssthresh = 1 << 30
 	s.rto = c.InitialRTO
@@ -75,10 +76,9 @@ func (s *sender) init(c *Config, pushAcked bool) {
 	s.alpha = c.InitialAlpha
 	s.rack.init()
 	s.rack.minRTT = 1 << 62
-	if !c.DisableDelayedACK {
+	if !c.DisableDelayedACK && !subflow {
 		s.rack.wcDelAck = c.DelAck
 	}
-	s.rack.pushAcked = pushAcked
 }
 
 // deadline returns the sender's next timer: the retransmission timeout,

@@ -66,8 +66,10 @@ func BenchmarkSteadyState(b *testing.B) {
 				l.Step()
 			}
 			b.StopTimer()
-			if s := l.conns[0].Stats(); s.Retransmits > 0 || l.eps[1].Stats().Dropped() > 0 {
-				b.Fatalf("%d retransmissions, %d drops in a lossless loop", s.Retransmits, l.eps[1].Stats().Dropped())
+			// A subflow's lone segment may draw a tail loss probe while
+			// its receiver delays the ACK (docs/mptcp.md): no loss.
+			if s := l.conns[0].Stats(); s.Retransmits > s.Subflows.TailProbes || l.eps[1].Stats().Dropped() > 0 {
+				b.Fatalf("%d retransmissions (%d probes), %d drops in a lossless loop", s.Retransmits, s.Subflows.TailProbes, l.eps[1].Stats().Dropped())
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(l.Data), "ns/pkt")
 		})

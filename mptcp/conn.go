@@ -300,6 +300,9 @@ func (s *subflow) Incoming(now mtime.Time, h *tcp.Header, start uint64, n int) {
 		default:
 			c.stats.DataReceived++
 			c.deliver(now)
+			if len(c.rcv.Ranges()) == 0 {
+				c.ackNow(now) // the application has read all that arrived
+			}
 		}
 	}
 	for m, ok := s.maps.Peek(); ok && m.sub+uint64(m.n) <= s.q.Acked(); m, ok = s.maps.Peek() {
@@ -321,6 +324,21 @@ func (c *Conn) dataAcked(now mtime.Time, ack uint64) {
 		c.wNext = max(c.wNext-1, 0)
 		c.stats.WritesDone++
 		c.ep.events.Push(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: c.qpn, WRID: w.id, Bytes: w.bytes})
+	}
+}
+
+// ackNow makes every subflow send at once the ACK it is delaying. It is
+// called when the data level holds nothing out of order, so the
+// application has read all that arrived: Linux then acknowledges on each
+// subflow a pending pushed segment (mptcp_cleanup_rbuf), and a
+// connection's pushes onto a subflow end with PSH, so a subflow's
+// segments count as pushed here (the wire's PSH frames the data level's
+// messages instead; docs/mptcp.md). The data ACK that completes the
+// peer's message goes out at once, and a subflow whose window holds one
+// segment does not wait on the timer.
+func (c *Conn) ackNow(now mtime.Time) {
+	for i := range c.subs {
+		c.subs[i].q.AckNow(now)
 	}
 }
 

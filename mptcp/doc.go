@@ -22,8 +22,10 @@
 // # What is modelled
 //
 // Each subflow is a connection of package tcp (tcp.Owner): segments,
-// SACK, RACK-TLP, loss recovery, the retransmission timer and slow start
-// are TCP's. On top of them: the data sequence (every segment carries a
+// SACK, delayed ACKs, RACK-TLP, loss recovery, the retransmission timer
+// and slow start are TCP's (a subflow's segments count as pushed: when
+// the data level holds nothing out of order, every subflow sends the ACK
+// it is delaying). On top of them: the data sequence (every segment carries a
 // DSS option with a 64-bit data ACK and the mapping of its payload to
 // 64-bit data sequence numbers, RFC 8684 §3.3); a scheduler that hands
 // each run of data (at most an MSS, never across a message's end) to

@@ -2,10 +2,12 @@ package mptcp
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/openmrc/mrc/tcp"
+	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/vswitch"
 	"github.com/openmrc/mrc/wire"
 )
@@ -95,5 +97,104 @@ func TestReinjection(t *testing.T) {
 		case sub.RetryTimeouts == 0 || st.Reinjections == 0:
 			t.Errorf("min RTO %v: %d timeouts on the dead subflow, %d reinjections", minRTO, sub.RetryTimeouts, st.Reinjections)
 		}
+	}
+}
+
+// TestSubflowsDelayAcks: an MPTCP connection's subflows delay their ACKs
+// as package tcp does (an ACK per two full segments, RFC 5681 §4.2), and
+// the data ACK that completes the sender's message is not held back by
+// the delayed-ACK timer: the transfer ends at the link's pace, far
+// inside one delayed-ACK timeout. With delayed ACKs off, every segment
+// is acknowledged.
+func TestSubflowsDelayAcks(t *testing.T) {
+	const size = 8 << 20
+	for _, off := range []bool{false, true} {
+		cfg := Config{TCP: tcp.Config{DisableDelayedACK: off}}
+		d := newNet(t, 2, 10e9, 5*time.Microsecond, cfg, tcp.Config{}, vswitch.QueueConfig{Buffer: 4 << 20})
+		f := d.startMPTCP(0, 1, size)
+		d.track(f)
+		if !d.Run(time.Second, f.finished) {
+			t.Fatalf("delayed ACKs off=%v: not done at %v", off, d.Now)
+		}
+		segs, st := f.snd.(*Conn).Stats().Subflows.DataSent, f.rcv.(*Conn).Stats().Subflows
+		t.Logf("delayed ACKs off=%v: %d segments, %d ACKs, %d by the timer, done at %v", off, segs, st.SACKsSent, st.DelayedAcks, d.Now)
+		switch {
+		case off && st.SACKsSent != segs:
+			t.Errorf("delayed ACKs off: %d ACKs for %d segments, want one each", st.SACKsSent, segs)
+		case !off && float64(st.SACKsSent) > 0.6*float64(segs):
+			t.Errorf("%d ACKs for %d segments, want about one per two", st.SACKsSent, segs)
+		case d.Now.Sub(0) > 10*time.Millisecond:
+			t.Errorf("done at %v: the last data ACK waited", d.Now)
+		}
+	}
+}
+
+// TestDrainedDataLevelAcksEverySubflow: once the data level holds
+// nothing out of order (the application has read all that arrived),
+// every subflow sends at once the ACK it was delaying, as Linux's
+// receiver acknowledges pushed segments once its application has read
+// them; until then a subflow's lone segment waits.
+func TestDrainedDataLevelAcksEverySubflow(t *testing.T) {
+	const mss = 16 << 10 // two quick ACKs per subflow
+	var eps [2]*Endpoint
+	var conns [2]*Conn
+	for i := range eps {
+		ep, err := NewEndpoint(Config{Subflows: 2, TCP: tcp.Config{Ports: []netip.Addr{addr(i)}, MSS: mss, InitCwnd: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps[i] = ep
+		conns[i], _ = ep.CreateConn()
+	}
+	for i, c := range conns {
+		if err := c.Connect(0, ConnectAttr{Remote: []netip.Addr{addr(1 - i)}, RemoteQPN: conns[1-i].QPN()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conns[1].PostRecv(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := conns[0].PostWrite(0, verbs.WriteRequest{ID: 1, Length: 8 * mss}); err != nil {
+		t.Fatal(err)
+	}
+	// The runs in data order: the scheduler fills subflow 0's window
+	// (runs 0-3), then subflow 1's (runs 4-7).
+	type seg struct {
+		pkt     []byte
+		wireLen int
+	}
+	var bySubflow [2][]seg
+	buf := make([]byte, tcp.IPv6HeaderRoom)
+	for {
+		tx, ok := eps[0].PollTransmit(0, 1, buf)
+		if !ok {
+			break
+		}
+		i := int(subflowPort(buf) - conns[0].Subflow(0).LocalPort())
+		bySubflow[i] = append(bySubflow[i], seg{append([]byte(nil), buf[:tx.Len]...), tx.WireLen})
+	}
+	runs := append(bySubflow[0], bySubflow[1]...)
+	if len(bySubflow[0]) != 4 || len(runs) != 8 {
+		t.Fatalf("%d and %d runs sent on the subflows, want 4 each", len(bySubflow[0]), len(bySubflow[1]))
+	}
+	deliver := func(i int) int {
+		eps[1].HandleDatagram(0, 0, runs[i].pkt, runs[i].wireLen)
+		n := 0
+		for _, ok := eps[1].PollTransmit(0, 1, buf); ok; _, ok = eps[1].PollTransmit(0, 1, buf) {
+			n++
+		}
+		return n
+	}
+	for _, i := range []int{4, 5, 0, 1} {
+		deliver(i) // each subflow's quick ACKs; runs 4 and 5 out of order at the data level
+	}
+	if n := deliver(6); n != 0 {
+		t.Errorf("subflow 1's lone segment, data level out of order: %d ACKs at once, want none", n)
+	}
+	if n := deliver(2); n != 0 {
+		t.Errorf("subflow 0's lone segment, data level still out of order: %d ACKs at once, want none", n)
+	}
+	if n := deliver(3); n != 2 {
+		t.Errorf("the data level drained: %d ACKs at once, want one on each subflow", n)
 	}
 }

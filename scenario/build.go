@@ -675,7 +675,7 @@ func (s *Scenario) applyTCP(key string, p *TCPParams, cfg *tcp.Config) error {
 	for _, c := range []struct {
 		k string
 		v Duration
-	}{{"min_rto", p.MinRTO}, {"max_rto", p.MaxRTO}, {"initial_rto", p.InitialRTO}} {
+	}{{"min_rto", p.MinRTO}, {"max_rto", p.MaxRTO}, {"initial_rto", p.InitialRTO}, {"delack", p.DelAck}} {
 		if c.v < 0 {
 			return s.errorf(key+"."+c.k, "%v: want a positive duration", c.v.D())
 		}
@@ -700,6 +700,12 @@ func (s *Scenario) applyTCP(key string, p *TCPParams, cfg *tcp.Config) error {
 	}
 	if p.RACK != nil {
 		cfg.DisableRACK = !*p.RACK
+	}
+	if p.DelayedACK != nil {
+		cfg.DisableDelayedACK = !*p.DelayedACK
+	}
+	if p.DelAck != 0 {
+		cfg.DelAck = p.DelAck.D()
 	}
 	return nil
 }

@@ -204,6 +204,8 @@ func TestBuildErrors(t *testing.T) {
 		{small + "transports:\n  - {name: x, base: tcp, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: tcp does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp)`},
 		{small + "transports:\n  - {name: x, base: mrc, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: mrc does not run TCP (tcp applies to tcp, dctcp)`},
 		{small + "transports:\n  - {name: x, base: dctcp, tcp: {min_rto: 5s}}\n", `transports[0].tcp: RTO bounds: min 5s, initial 1s`},
+		{small + "transports:\n  - {name: x, base: tcp, tcp: {delack: 1s}}\n", `x.yaml:4: transports[0].tcp: delayed-ACK timeout 1s, want (0, 500ms] (RFC 5681 §4.2)`},
+		{small + "transports:\n  - {name: x, base: mptcp, mptcp: {delack: -1ms}}\n", `x.yaml:4: transports[0].mptcp.delack: "-1ms": a duration cannot be negative`},
 		{small + "transports:\n  - {name: x, base: tcp, tcp: {init_cwnd: -1}}\n", `transports[0].tcp.init_cwnd: -1: want a positive number`},
 		{small + "transports:\n  - {name: x, base: tcp, tcp: {min_rot: 1ms}}\n", `unknown key "min_rot" in transports[0].tcp (did you mean "min_rto"?)`},
 		{small + "transports: [tcp, dctcpp]\n", `x.yaml:3: transports[1]: unknown transport "dctcpp" (built-in: mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp, roce, roce-pfc, tcp, dctcp, mptcp, ib, ib-ar)`},
@@ -475,7 +477,7 @@ func TestIBParams(t *testing.T) {
 // runs with, keeping the base's variant and switch features, and
 // queues.ecn_k the switches' threshold.
 func TestTCPParams(t *testing.T) {
-	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4, rack: false}}\n  - tcp\n")
+	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4, rack: false, delayed_ack: false, delack: 4ms}}\n  - tcp\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,10 +487,11 @@ func TestTCPParams(t *testing.T) {
 	}
 	d, nr := p.Runs[0], p.Runs[1]
 	if c := d.Transport.TCP; d.Transport.Name != "d1" || c == nil || c.MinRTO != time.Millisecond || c.InitCwnd != 4 || c.Variant != tcp.DCTCP || !c.DisableRACK ||
+		!c.DisableDelayedACK || c.DelAck != 4*time.Millisecond ||
 		!d.Transport.ECNK || !d.Transport.ECNLastHop {
 		t.Errorf("d1: %+v, TCP %+v", d.Transport, d.Transport.TCP)
 	}
-	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || c.DisableRACK || nr.Transport.ECNK {
+	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || c.DisableRACK || c.DisableDelayedACK || c.DelAck != 0 || nr.Transport.ECNK {
 		t.Errorf("tcp: %+v, TCP %+v", nr.Transport, c)
 	}
 	if d.Queue.ECNK != 30<<10 {
@@ -500,7 +503,7 @@ func TestTCPParams(t *testing.T) {
 // configuration, its TCP keys the subflows', and the built-in keeps the
 // defaults.
 func TestMPTCPParams(t *testing.T) {
-	s, err := parse(t, small+"transports:\n  - {name: m4, base: mptcp, mptcp: {subflows: 4, cc: uncoupled, min_rto: 1ms, rack: false}}\n  - mptcp\n")
+	s, err := parse(t, small+"transports:\n  - {name: m4, base: mptcp, mptcp: {subflows: 4, cc: uncoupled, min_rto: 1ms, rack: false, delack: 4ms}}\n  - mptcp\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +512,8 @@ func TestMPTCPParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	m4, def := p.Runs[0].Transport, p.Runs[1].Transport
-	if c := m4.MPTCP; m4.Name != "m4" || c == nil || c.Subflows != 4 || c.CC != mptcp.Uncoupled || c.TCP.MinRTO != time.Millisecond || !c.TCP.DisableRACK {
+	if c := m4.MPTCP; m4.Name != "m4" || c == nil || c.Subflows != 4 || c.CC != mptcp.Uncoupled || c.TCP.MinRTO != time.Millisecond || !c.TCP.DisableRACK ||
+		c.TCP.DelAck != 4*time.Millisecond || c.TCP.DisableDelayedACK {
 		t.Errorf("m4: %+v, MPTCP %+v", m4, c)
 	}
 	if c := def.MPTCP; c == nil || c.Subflows != 0 || c.CC != mptcp.LIA || c.TCP.MinRTO != 0 || def.TCP != nil {

@@ -130,6 +130,8 @@ type TCPParams struct {
 	DupThresh  int      `yaml:"dupthresh"`
 	MSS        int      `yaml:"mss"`
 	RACK       *bool    `yaml:"rack"`
+	DelayedACK *bool    `yaml:"delayed_ack"`
+	DelAck     Duration `yaml:"delack"`
 }
 
 // MPTCPParams are mptcp.Config's parameters in YAML: the number of

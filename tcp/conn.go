@@ -70,7 +70,8 @@ func (q *Conn) Connect(now mtime.Time, a ConnectAttr) error {
 	q.sport, q.dport = q.LocalPort(), uint16(PortBase+a.RemoteQPN)
 	q.sendISN, q.recvISN, q.owner = a.SendISN, a.RecvISN, a.Owner
 	q.flow = flowLabel(q.ep.cfg.Seed, &q.src, &q.dst, q.sport, q.dport)
-	q.snd.init(&q.ep.cfg)
+	q.snd.init(&q.ep.cfg, q.owner != nil)
+	q.rcv.delackAt = mtime.Never
 	if d := q.ep.cfg.HandshakeRTT; d > 0 {
 		q.rttSample(d)
 	}

@@ -108,7 +108,8 @@ func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
 // NextTimeout returns when HandleTimeout should next be called, or
-// mtime.Never: the earliest retransmission, reordering or probe timer.
+// mtime.Never: the earliest retransmission, reordering, probe or
+// delayed-ACK timer.
 func (e *Endpoint) NextTimeout() mtime.Time { return e.timers.Min() }
 
 // HandleTimeout runs every timer due at now. Calling it early or twice is
@@ -133,7 +134,7 @@ func (e *Endpoint) update(q *Conn, now mtime.Time) {
 		q.inReady = true
 		e.ready[q.port].Push(q)
 	}
-	switch d := q.snd.deadline(); {
+	switch d := q.deadline(); {
 	case d == mtime.Never:
 		e.timers.Remove(q)
 	case !q.timer.Queued() || q.timer.Key() != d:

@@ -40,6 +40,17 @@ type Owner interface {
 	Cut(now mtime.Time, timeout bool)
 }
 
+// AckNow sends at once the ACK the connection is delaying, if any: an
+// owner calls it when its application has read the data, as Linux
+// acknowledges a pushed segment once it is read (tcp_cleanup_rbuf; for
+// MPTCP, mptcp_cleanup_rbuf).
+func (q *Conn) AckNow(now mtime.Time) {
+	if q.rcv.delackAt != mtime.Never {
+		q.rcv.ackNow()
+		q.ep.update(q, now)
+	}
+}
+
 // Acked returns the bytes of the connection's stream cumulatively
 // acknowledged.
 func (q *Conn) Acked() uint64 { return q.snd.una }

@@ -64,7 +64,11 @@ type sender struct {
 	sendCWR              bool
 }
 
-func (s *sender) init(c *Config) {
+// init readies the sender with c. A subflow's tail loss probe makes no
+// allowance for a delayed ACK, as for a segment that ends a message: its
+// owner acknowledges a subflow's segments as pushed ones (Conn.AckNow,
+// docs/mptcp.md).
+func (s *sender) init(c *Config, subflow bool) {
 	s.cwnd = c.InitCwnd * c.MSS
 	s.ssthresh = 1 << 30
 	s.rto = c.InitialRTO
@@ -72,6 +76,9 @@ func (s *sender) init(c *Config) {
 	s.alpha = c.InitialAlpha
 	s.rack.init()
 	s.rack.minRTT = 1 << 62
+	if !c.DisableDelayedACK && !subflow {
+		s.rack.wcDelAck = c.DelAck
+	}
 }
 
 // deadline returns the sender's next timer: the retransmission timeout,
@@ -236,9 +243,15 @@ func (q *Conn) enterRecovery(now mtime.Time) {
 	}
 }
 
-// onTimer runs the sender's timers due at now: the retransmission
-// timeout, RACK's reordering timer and the tail loss probe.
+// deadline returns the connection's next timer: the sender's or the
+// receiver's delayed ACK.
+func (q *Conn) deadline() mtime.Time { return mtime.Min(q.snd.deadline(), q.rcv.delackAt) }
+
+// onTimer runs the connection's timers due at now: the delayed ACK, the
+// retransmission timeout, RACK's reordering timer and the tail loss
+// probe.
 func (q *Conn) onTimer(now mtime.Time) {
+	q.onDelAck(now)
 	s := &q.snd
 	if s.rtoAt <= now {
 		q.onRTO(now)

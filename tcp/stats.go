@@ -26,6 +26,7 @@ type Stats struct {
 	// (by SACKs of data sent after it).
 	LostRetransmits uint64
 	TailProbes      uint64 // tail loss probes sent (RACK-TLP)
+	DelayedAcks     uint64 // ACKs the delayed-ACK timer sent
 }
 
 // Add accumulates o into s.
@@ -35,4 +36,5 @@ func (s *Stats) Add(o *Stats) {
 	s.WindowCuts += o.WindowCuts
 	s.LostRetransmits += o.LostRetransmits
 	s.TailProbes += o.TailProbes
+	s.DelayedAcks += o.DelayedAcks
 }

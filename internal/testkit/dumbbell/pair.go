@@ -53,4 +53,7 @@ func (l *Pair) Step() {
 	if l.Now >= a.NextTimeout() {
 		a.HandleTimeout(l.Now)
 	}
+	if l.Now >= b.NextTimeout() {
+		b.HandleTimeout(l.Now) // a delayed ACK goes out in the next step
+	}
 }

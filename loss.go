@@ -114,7 +114,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if !congestion && s.holdSuspect(q, now, p) {
 			continue
 		}
-		s.requeue(p)
+		s.requeue(p, false)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		// A packet that went into a path retired since carries no news:
@@ -154,7 +154,7 @@ func (s *sender) planeDown(q *QP, plane int) {
 		r := s.rec(p)
 		next := r.next
 		if q.evs.Plane(r.slot) == plane {
-			s.requeue(p)
+			s.requeue(p, false)
 		}
 		p = next
 	}
@@ -181,6 +181,7 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 	s.unlinkLoss(p)
 	s.inflight -= int(r.size)
 	r.state = pktHeld
+	r.mayEcho()
 	return true
 }
 

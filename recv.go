@@ -34,6 +34,7 @@ type trigger struct {
 	ce    bool
 	probe bool
 	dup   bool       // a duplicate that asked for an acknowledgement
+	rtx   bool       // a retransmission (BTH.rtx)
 	timed bool       // ts is a real tx_timestamp (TSETH or PETH)
 	at    mtime.Time // when the packet arrived
 }
@@ -281,7 +282,7 @@ func ceOf(p *wire.Packet) bool {
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
-	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, at: now}
+	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, rtx: p.BTH.Rtx, at: now}
 	dscp := p.IP.DSCP()
 	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
@@ -591,7 +592,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	c.kind, c.seq, c.port, c.psn = verbs.KindSACK, a.sackSeq, r.trig.port, cack
 	c.ackOff, c.sackOff, c.bitmap = clamp16(r.trig.psn.Sub(cack)), clamp16(base.Sub(cack)), r.win.Bitmap(base)
 	c.ev, c.ts, c.timed, c.at = r.trig.ev, r.trig.ts, r.trig.timed, r.trig.at
-	c.m, c.probe, c.ooo = m, probe, uint16(min(r.win.Ahead(), 1<<15-1))
+	c.m, c.probe, c.rtx, c.ooo = m, probe, r.trig.rtx && !probe, uint16(min(r.win.Ahead(), 1<<15-1))
 	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now), r.restore
 	r.restore = false
 	r.pendN = 0
@@ -616,6 +617,7 @@ type ctrlPkt struct {
 	at      mtime.Time    // when the trigger arrived
 	m       wire.SackMode // a NACK's CE flag is m == SackSkipOnce
 	probe   bool
+	rtx     bool // the trigger was a retransmission
 	ooo     uint16
 	rcvd    uint32
 	pen     uint8
@@ -700,7 +702,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 		// In place, field by field (see setBTH).
 		sk := &pk.SACK
 		*sk = wire.SACK{}
-		sk.M, sk.PR, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.ackOff, wire.EV(c.ev)
+		sk.M, sk.PR, sk.Rtx, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.rtx, c.ackOff, wire.EV(c.ev)
 		sk.CackPSN, sk.MPR = uint32(c.psn), uint8(q.rx.win.Size()/128)
 		sk.SackOffset, sk.SackBitmap = c.sackOff, c.bitmap
 		sk.CC.TxTimestamp, sk.CC.OOOCount, sk.CC.RC = c.holdStamp(now), c.ooo, c.restore

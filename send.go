@@ -39,6 +39,11 @@ type txPkt struct {
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
 	nak        uint8 // what a RoCE NAK said of it: nakNone, nakAccused, nakConfirming
+	// echo says which earlier transmissions may still reach the peer
+	// (echoFirst, echoRtx; rttsample.go), and echoAge how long before
+	// sentAt the latest of them left, in ns (saturating).
+	echo    uint8
+	echoAge uint32
 }
 
 // What RoCE NAKs said of a PSN (onAETH).
@@ -291,6 +296,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
+	r.resent(now)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
 	if r.nak == nakAccused {
 		r.nak = nakConfirming
@@ -424,9 +430,13 @@ func (s *sender) unlinkLoss(p psn.PSN) {
 	r.prev, r.next = noPSN, noPSN
 }
 
-// requeue takes p out of flight and queues it for retransmission.
-func (s *sender) requeue(p psn.PSN) {
+// requeue takes p out of flight and queues it for retransmission. dead
+// says the copy in flight will never reach the peer: a NACK said so.
+func (s *sender) requeue(p psn.PSN, dead bool) {
 	r := s.rec(p)
+	if !dead {
+		r.mayEcho()
+	}
 	s.unlinkLoss(p)
 	s.inflight -= int(r.size)
 	r.state = pktLost

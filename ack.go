@@ -95,6 +95,9 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		RestoreCwnd: sk.CC.RC,
 	})
 	q.traceCwnd(now, cwnd)
+	if s.paceAt > now {
+		s.repace(q)
+	}
 	if newly > 0 {
 		s.retries, s.backoffs = 0, 0
 		s.lastProgress = now

@@ -58,6 +58,9 @@ func (s *sender) deadline(q *QP) mtime.Time {
 	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
 		t = mtime.Min(t, s.rtxHold)
 	}
+	if s.paceAt > q.now && (s.rtxq.Len() > 0 || s.wqeSend != s.wqeTail) {
+		t = mtime.Min(t, s.paceAt)
+	}
 	for i := range s.suspects {
 		if sp := &s.suspects[i]; sp.used && sp.awaiting {
 			t = mtime.Min(t, sp.at)

@@ -85,6 +85,8 @@ type acks struct {
 	// the requester: onAETH).
 	trimNACKs, dupSACKs, probeSACKs, oorNACKs budget
 	protNAKs, protNAKsRtx                     budget
+
+	load senderLoad // the peer's offered load (rcvfc.go)
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -303,7 +305,9 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	if trimmed {
 		if fresh {
 			// Its payload is gone; a full packet is the usual size.
-			e.noteOffered(now, uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU))))
+			size := uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU)))
+			e.noteOffered(now, size)
+			q.noteSender(now, size)
 		}
 		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
@@ -331,6 +335,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	}
 	size := uint64(p.PayloadLen)
 	e.noteOffered(now, size)
+	q.noteSender(now, size)
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
@@ -345,6 +350,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		r.flushSACK(q, false)
 	}
 	r.win.Mark(n)
+	q.noteWhole(n, p.BTH.Opcode.EndsMessage())
 	a := r.ack()
 	a.report[n%reportLen] = reportEntry(n, a.sackSeq)
 	r.rcvdBytes += size
@@ -593,7 +599,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	c.ackOff, c.sackOff, c.bitmap = clamp16(r.trig.psn.Sub(cack)), clamp16(base.Sub(cack)), r.win.Bitmap(base)
 	c.ev, c.ts, c.timed, c.at = r.trig.ev, r.trig.ts, r.trig.timed, r.trig.at
 	c.m, c.probe, c.rtx, c.ooo = m, probe, r.trig.rtx && !probe, uint16(min(r.win.Ahead(), 1<<15-1))
-	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now), r.restore
+	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now, probe), r.restore
 	r.restore = false
 	r.pendN = 0
 	a.sackSeq++

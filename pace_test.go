@@ -23,12 +23,12 @@ func (fixedWindow) OnLoss(mtime.Time, int)       {}
 func (fixedWindow) OnGone(mtime.Time, int)       {}
 
 // TestWindowBelowOnePacketPaces: a window of a quarter packet is a rate
-// of one packet per four round trips (cc.Controller). With a window of one
+// of one packet per four base RTTs (cc.Controller). With a window of one
 // packet the requester sends the next as soon as the last is
 // acknowledged, one round trip apart (never less than the 10 µs of
-// propagation); with a quarter of one it keeps one packet in flight and
-// spaces them four round trips apart: every gap at least four times the
-// propagation, and the mean four times the one-packet gap (within 10%).
+// propagation, the base RTT here); with a quarter of one it keeps one
+// packet in flight and spaces them four base RTTs apart: every gap at
+// least that, and the mean four times the one-packet gap (within 10%).
 func TestWindowBelowOnePacketPaces(t *testing.T) {
 	const (
 		mtu   = 1024

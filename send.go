@@ -234,8 +234,8 @@ func (s *sender) fits(q *QP, size uint32) bool {
 
 // pace notes a packet of size bytes sent at now and, when the window is
 // below that size, when the next may leave: a window of w bytes is then a
-// rate of w per RTT, so the next packet waits size/w RTTs (cc.Controller;
-// docs/nscc.md, "Windows below one packet").
+// rate of w per base RTT, so the next packet waits size/w base RTTs
+// (cc.Controller; docs/nscc.md, "Windows below one packet").
 func (s *sender) pace(q *QP, now mtime.Time, size uint32) {
 	s.pacedAt, s.pacedSize = now, size
 	s.repace(q)
@@ -243,17 +243,17 @@ func (s *sender) pace(q *QP, now mtime.Time, size uint32) {
 
 // repace sets when the next packet may leave from the current window: a
 // window that changed since the latest packet left moves a pending wait.
+// The spacing is in base RTTs, not the smoothed RTT: a QP that sends a
+// packet every few round trips gets few samples, and the last may date
+// from queues long drained (with the smoothed RTT one sender of htsim's
+// 127→1 incast on a 3-tier fat tree waited 5 ms at its floor).
 func (s *sender) repace(q *QP) {
 	w := q.cc.Window()
 	if w >= int(s.pacedSize) || w <= 0 {
 		s.paceAt = 0
 		return
 	}
-	rtt := s.srtt
-	if rtt <= 0 {
-		rtt = q.ep.cfg.BaseRTT
-	}
-	s.paceAt = s.pacedAt.Add(rtt * time.Duration(s.pacedSize) / time.Duration(w))
+	s.paceAt = s.pacedAt.Add(q.ep.cfg.BaseRTT * time.Duration(s.pacedSize) / time.Duration(w))
 	q.timerDirty = true
 }
 

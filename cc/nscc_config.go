@@ -77,7 +77,7 @@ type NSCCConfig struct {
 
 	// MinPacedCwndBytes is the smallest window. Below MinCwndBytes a window
 	// is a rate: the core keeps one packet in flight and spaces packets
-	// size × RTT / window apart (cc.Controller), so an incast of more
+	// size × BaseRTT / window apart (cc.Controller), so an incast of more
 	// senders than the receiver's path and queue hold packets need not be
 	// trimmed on every round trip (docs/nscc.md, "Windows below one
 	// packet"). The floor bounds that spacing to MinCwndBytes /

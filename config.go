@@ -131,6 +131,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// longestRTT is the longest a packet and the SACK answering it can take:
+// the base RTT, the fabric's queueing bound on the way out and the
+// responder's SACK hold. A SACK arriving later answers no copy sent
+// before (rttsample.go).
+func (c Config) longestRTT() time.Duration {
+	return c.BaseRTT + c.QueueingBound + c.SackDelay
+}
+
 func (c Config) validate() error {
 	switch {
 	case len(c.Ports) == 0 || len(c.Ports) > verbs.MaxPlanes:

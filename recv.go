@@ -34,6 +34,7 @@ type trigger struct {
 	ce    bool
 	probe bool
 	dup   bool       // a duplicate that asked for an acknowledgement
+	rtx   bool       // a retransmission (BTH.rtx)
 	timed bool       // ts is a real tx_timestamp (TSETH or PETH)
 	at    mtime.Time // when the packet arrived
 }
@@ -84,6 +85,8 @@ type acks struct {
 	// the requester: onAETH).
 	trimNACKs, dupSACKs, probeSACKs, oorNACKs budget
 	protNAKs, protNAKsRtx                     budget
+
+	load senderLoad // the peer's offered load (rcvfc.go)
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -281,7 +284,7 @@ func ceOf(p *wire.Packet) bool {
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
-	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, at: now}
+	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, rtx: p.BTH.Rtx, at: now}
 	dscp := p.IP.DSCP()
 	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
@@ -302,7 +305,9 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	if trimmed {
 		if fresh {
 			// Its payload is gone; a full packet is the usual size.
-			e.noteOffered(now, uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU))))
+			size := uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU)))
+			e.noteOffered(now, size)
+			q.noteSender(now, size)
 		}
 		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
@@ -330,6 +335,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	}
 	size := uint64(p.PayloadLen)
 	e.noteOffered(now, size)
+	q.noteSender(now, size)
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
@@ -344,6 +350,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		r.flushSACK(q, false)
 	}
 	r.win.Mark(n)
+	q.noteWhole(n, p.BTH.Opcode.EndsMessage())
 	a := r.ack()
 	a.report[n%reportLen] = reportEntry(n, a.sackSeq)
 	r.rcvdBytes += size
@@ -591,8 +598,8 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	c.kind, c.seq, c.port, c.psn = verbs.KindSACK, a.sackSeq, r.trig.port, cack
 	c.ackOff, c.sackOff, c.bitmap = clamp16(r.trig.psn.Sub(cack)), clamp16(base.Sub(cack)), r.win.Bitmap(base)
 	c.ev, c.ts, c.timed, c.at = r.trig.ev, r.trig.ts, r.trig.timed, r.trig.at
-	c.m, c.probe, c.ooo = m, probe, uint16(min(r.win.Ahead(), 1<<15-1))
-	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now), r.restore
+	c.m, c.probe, c.rtx, c.ooo = m, probe, r.trig.rtx && !probe, uint16(min(r.win.Ahead(), 1<<15-1))
+	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now, probe), r.restore
 	r.restore = false
 	r.pendN = 0
 	a.sackSeq++
@@ -616,6 +623,7 @@ type ctrlPkt struct {
 	at      mtime.Time    // when the trigger arrived
 	m       wire.SackMode // a NACK's CE flag is m == SackSkipOnce
 	probe   bool
+	rtx     bool // the trigger was a retransmission
 	ooo     uint16
 	rcvd    uint32
 	pen     uint8
@@ -700,7 +708,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 		// In place, field by field (see setBTH).
 		sk := &pk.SACK
 		*sk = wire.SACK{}
-		sk.M, sk.PR, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.ackOff, wire.EV(c.ev)
+		sk.M, sk.PR, sk.Rtx, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.rtx, c.ackOff, wire.EV(c.ev)
 		sk.CackPSN, sk.MPR = uint32(c.psn), uint8(q.rx.win.Size()/128)
 		sk.SackOffset, sk.SackBitmap = c.sackOff, c.bitmap
 		sk.CC.TxTimestamp, sk.CC.OOOCount, sk.CC.RC = c.holdStamp(now), c.ooo, c.restore

@@ -39,6 +39,11 @@ type txPkt struct {
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
 	nak        uint8 // what a RoCE NAK said of it: nakNone, nakAccused, nakConfirming
+	// echo says which earlier transmissions may still reach the peer
+	// (echoFirst, echoRtx; rttsample.go), and echoAge how long before
+	// sentAt the latest of them left, in ns (saturating).
+	echo    uint8
+	echoAge uint32
 }
 
 // What RoCE NAKs said of a PSN (onAETH).
@@ -111,6 +116,10 @@ type sender struct {
 	// none yet; none arrives at time 0): a packet sent at or before it
 	// whose loss timer expires is a congestion loss (onTimer).
 	lastHopTrimAt mtime.Time
+	// A window below one packet is a rate: the next packet leaves at
+	// paceAt, set from the latest packet's send time and size (pace).
+	paceAt, pacedAt mtime.Time
+	pacedSize       uint32
 	// trimAt is when the latest trim NACK of either kind arrived (0: none
 	// yet): a packet sent at or before it met deep queues, and its loss
 	// timer stretches to the fabric's queueing bound (lossTimeoutOf).
@@ -214,9 +223,38 @@ func segSize(w *wqe, seg uint32, mtu int) uint32 {
 }
 
 // fits reports whether a packet of size bytes fits the congestion window.
-// One packet may always be in flight, so the window cannot deadlock.
+// One packet may always be in flight, so the window cannot deadlock; a
+// window below the packet's size spaces packets (pace).
 func (s *sender) fits(q *QP, size uint32) bool {
-	return s.inflight == 0 || s.inflight+int(size) <= q.cc.Window()
+	if s.inflight == 0 {
+		return q.now >= s.paceAt
+	}
+	return s.inflight+int(size) <= q.cc.Window()
+}
+
+// pace notes a packet of size bytes sent at now and, when the window is
+// below that size, when the next may leave: a window of w bytes is then a
+// rate of w per base RTT, so the next packet waits size/w base RTTs
+// (cc.Controller; docs/nscc.md, "Windows below one packet").
+func (s *sender) pace(q *QP, now mtime.Time, size uint32) {
+	s.pacedAt, s.pacedSize = now, size
+	s.repace(q)
+}
+
+// repace sets when the next packet may leave from the current window: a
+// window that changed since the latest packet left moves a pending wait.
+// The spacing is in base RTTs, not the smoothed RTT: a QP that sends a
+// packet every few round trips gets few samples, and the last may date
+// from queues long drained (with the smoothed RTT one sender of htsim's
+// 127→1 incast on a 3-tier fat tree waited 5 ms at its floor).
+func (s *sender) repace(q *QP) {
+	w := q.cc.Window()
+	if w >= int(s.pacedSize) || w <= 0 {
+		s.paceAt = 0
+		return
+	}
+	s.paceAt = s.pacedAt.Add(q.ep.cfg.BaseRTT * time.Duration(s.pacedSize) / time.Duration(w))
+	q.timerDirty = true
 }
 
 // newReady reports whether a new packet could go out now, ports aside.
@@ -283,6 +321,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	q.stats.DataSent++
 	q.stats.PayloadSent += uint64(size)
 	q.cc.OnSent(now, int(size), false)
+	s.pace(q, now, size)
 	q.tracePacket(now, trace.PacketSent, p, slot, size, "")
 	q.writeData(now, buf, p, false, tx)
 }
@@ -291,6 +330,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
+	r.resent(now)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
 	if r.nak == nakAccused {
 		r.nak = nakConfirming
@@ -304,6 +344,7 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	s.inflight += int(r.size)
 	q.stats.Retransmits++
 	q.cc.OnSent(now, int(r.size), true)
+	s.pace(q, now, r.size)
 	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
 	q.writeData(now, buf, p, true, tx)
 }
@@ -433,9 +474,13 @@ func (s *sender) unlinkLoss(p psn.PSN) {
 	r.prev, r.next = noPSN, noPSN
 }
 
-// requeue takes p out of flight and queues it for retransmission.
-func (s *sender) requeue(p psn.PSN) {
+// requeue takes p out of flight and queues it for retransmission. dead
+// says the copy in flight will never reach the peer: a NACK said so.
+func (s *sender) requeue(p psn.PSN, dead bool) {
 	r := s.rec(p)
+	if !dead {
+		r.mayEcho()
+	}
 	s.unlinkLoss(p)
 	s.inflight -= int(r.size)
 	r.state = pktLost

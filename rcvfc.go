@@ -154,9 +154,11 @@ func (a *activeSenders) remove(l *senderLoad) {
 	l.epoch = 0
 }
 
-// rateSamples arrivals are kept per sender; the rate reaches back at
-// least rateSpan base RTTs over them, so that a window's packets, which
-// the last hop spreads over a round trip, count together.
+// rateSamples points of a sender's arrivals are kept, at least
+// span/rateSamples apart (span = rateSpan base RTTs); the rate reaches
+// back at least span over them, so that a window's packets, which the
+// last hop spreads over a round trip, count together, and a sender at
+// line rate is measured over the span, not over its last few packets.
 const (
 	rateSamples = 16
 	rateSpan    = 2
@@ -168,20 +170,20 @@ type senderLoad struct {
 	end   psn.PSN // last PSN of the latest message end that arrived
 	ended bool    // end is set and its message is not yet whole
 	at    [rateSamples]mtime.Time
-	size  [rateSamples]uint32
-	n     uint32 // arrivals so far
+	cum   [rateSamples]uint64 // bytes offered up to and including the arrival at at
+	total uint64              // bytes offered so far
+	n     uint32              // points kept so far
 }
 
 // rate is the peer's offered rate at now, bytes per ns: the bytes that
-// arrived after the latest arrival at least span before now (or the
-// oldest kept), over the time since it.
+// arrived after the latest point at least span before now (or the oldest
+// kept), over the time since it.
 func (l *senderLoad) rate(now mtime.Time, span time.Duration) float64 {
 	kept := min(l.n, rateSamples)
-	sum := uint64(0)
-	for i := uint32(1); i < kept; i++ {
-		sum += uint64(l.size[(l.n-i)%rateSamples])
-		if d := now.Sub(l.at[(l.n-i-1)%rateSamples]); d >= span || i == kept-1 {
-			return float64(sum) / float64(max(d, 1))
+	for i := uint32(1); i <= kept; i++ {
+		j := (l.n - i) % rateSamples
+		if d := now.Sub(l.at[j]); d >= span || i == kept {
+			return float64(l.total-l.cum[j]) / float64(max(d, 1))
 		}
 	}
 	return 0
@@ -196,8 +198,12 @@ func (q *QP) noteSender(now mtime.Time, bytes uint64) {
 	a.counts[a.epoch%activeEpochs]++
 	a.n++
 	l.epoch = a.epoch + 1
-	l.at[l.n%rateSamples], l.size[l.n%rateSamples] = now, uint32(bytes)
-	l.n++
+	l.total += bytes
+	gap := rateSpan * q.ep.cfg.BaseRTT / rateSamples
+	if last := (l.n - 1) % rateSamples; l.n == 0 || now.Sub(l.at[last]) >= gap {
+		l.at[l.n%rateSamples], l.cum[l.n%rateSamples] = now, l.total
+		l.n++
+	}
 }
 
 // noteWhole takes q's peer out of the active senders once every message

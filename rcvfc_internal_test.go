@@ -128,3 +128,28 @@ func TestReceivePenaltyShare(t *testing.T) {
 		}
 	}
 }
+
+// TestSenderRateOverTheSpan: a sender's rate is measured over two base
+// RTTs even when its packets come in bursts. Here bursts of eight 4 KiB
+// packets at 100 Gb/s, one burst per 10 µs base RTT: 3.28 bytes per ns.
+// Measured over its last 16 packets (two bursts, 15 packets in 12.3 µs)
+// it would read 5.0, a penalty for a sender that is within its share.
+func TestSenderRateOverTheSpan(t *testing.T) {
+	e, err := NewEndpoint(Config{Ports: []netip.Addr{netip.MustParseAddr("fd00::1")}, BaseRTT: 10 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &QP{ep: e}
+	rtt := mtime.Time(e.cfg.BaseRTT)
+	var at mtime.Time
+	for b := range mtime.Time(10) {
+		for i := range mtime.Time(8) {
+			at = b*rtt + i*4096*8*1000/100_000 // 327 ns apart at 100 Gb/s
+			q.noteSender(at, 4096)
+		}
+	}
+	const want = 8 * 4096.0 / 10_000 // bytes per ns
+	if got := q.rx.acks.load.rate(at, rateSpan*e.cfg.BaseRTT); got < want*0.95 || got > want*1.15 {
+		t.Errorf("rate %.2f B/ns, want %.2f (within -5%%, +15%%)", got, want)
+	}
+}

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 
 	"github.com/openmrc/mrc/mtime"
 )
@@ -210,6 +212,12 @@ type calendar struct {
 	cur     int64                // lowest bucket that may hold events
 	n       int                  // events in the ring
 	far     evHeap
+	slab    []event // every bucket's first calStart events
+	// spare holds arrays buckets grew out of, by size class (capacity
+	// calStart<<(k+1)), for buckets that outgrow theirs next: at a large
+	// fabric's event rates most buckets do, and growing each into new
+	// memory made garbage at the rate of events.
+	spare [][][]event
 }
 
 const (
@@ -218,6 +226,10 @@ const (
 	calMask  = calSize - 1
 	calKeep  = 32 // events a bucket keeps room for once consumed
 	calStart = 4  // events each bucket has room for at first
+	// calSortMin is the bucket size from which a bucket is sorted by
+	// pdqsort rather than by insertion: a bucket filled at a large
+	// fabric's rate holds thousands of events in no particular order.
+	calSortMin = 48
 )
 
 // bucketOf returns the bucket number holding time t.
@@ -230,12 +242,63 @@ func newCalendar() *calendar {
 	c := &calendar{buckets: make([][]event, calSize), head: make([]int32, calSize), sorted: make([]bool, calSize)}
 	// Room for calStart events per bucket from one allocation; buckets
 	// that outgrow it allocate their own.
-	slab := make([]event, calSize*calStart)
+	c.slab = make([]event, calSize*calStart)
 	for i := range c.buckets {
-		c.buckets[i] = slab[i*calStart : i*calStart : (i+1)*calStart]
+		c.buckets[i] = c.slabOf(i)
 	}
 	return c
 }
+
+// slabOf returns bucket i's room in the slab, empty.
+func (c *calendar) slabOf(i int) []event {
+	return c.slab[i*calStart : i*calStart : (i+1)*calStart]
+}
+
+// add appends e to bucket array bk. A full array doubles into a spare
+// array when one is kept, and is kept itself unless it is the slab's.
+func (c *calendar) add(bk []event, e event) []event {
+	if len(bk) < cap(bk) {
+		return append(bk, e)
+	}
+	var nb []event
+	if k := spareClass(2 * cap(bk)); k < len(c.spare) && len(c.spare[k]) > 0 {
+		n := len(c.spare[k])
+		nb = c.spare[k][n-1][:len(bk)]
+		c.spare[k][n-1] = nil
+		c.spare[k] = c.spare[k][:n-1]
+	} else {
+		nb = make([]event, len(bk), 2*cap(bk))
+	}
+	copy(nb, bk)
+	if cap(bk) > calStart {
+		c.keep(bk)
+	}
+	return append(nb, e)
+}
+
+// keep puts array bk on the spare list of its size.
+func (c *calendar) keep(bk []event) {
+	k := spareClass(cap(bk))
+	for len(c.spare) <= k {
+		c.spare = append(c.spare, nil)
+	}
+	c.spare[k] = append(c.spare[k], bk[:0])
+}
+
+// release returns the array bucket i holds next, once consumed from bk:
+// bk itself unless it grew past calKeep, or else the bucket's room in the
+// slab, bk going to the spares.
+func (c *calendar) release(i int, bk []event) []event {
+	if cap(bk) <= calKeep {
+		return bk[:0]
+	}
+	c.keep(bk)
+	return c.slabOf(i)
+}
+
+// spareClass returns the size class of arrays of capacity n: buckets grow
+// by doubling from calStart.
+func spareClass(n int) int { return bits.Len(uint(n/calStart)) - 2 }
 
 func (c *calendar) push(e event) {
 	b := bucketOf(e.at)
@@ -250,11 +313,11 @@ func (c *calendar) push(e event) {
 	c.n++
 	c.busy[i>>6] |= 1 << (i & 63)
 	if !c.sorted[i] {
-		c.buckets[i] = append(c.buckets[i], e)
+		c.buckets[i] = c.add(c.buckets[i], e)
 		return
 	}
 	// The bucket is being consumed: insert in order after its head.
-	bk := append(c.buckets[i], event{})
+	bk := c.add(c.buckets[i], event{})
 	j := len(bk) - 1
 	for j > int(c.head[i]) && e.before(&bk[j-1]) {
 		bk[j] = bk[j-1]
@@ -294,10 +357,7 @@ func (c *calendar) advance(limit Time) *event {
 		if bucketStart(c.cur+1) > limit {
 			return nil
 		}
-		if cap(bk) > calKeep {
-			bk = nil // a burst: let it go rather than hold it for ever
-		}
-		c.buckets[i], c.head[i], c.sorted[i] = bk[:0], 0, false
+		c.buckets[i], c.head[i], c.sorted[i] = c.release(int(i), bk), 0, false
 		c.busy[i>>6] &^= 1 << (i & 63)
 		// Jump to the next bucket holding events, but not past the last
 		// bucket starting at or before limit. Far events all lie beyond
@@ -367,9 +427,19 @@ func (c *calendar) min() Time {
 	return t
 }
 
-// sortEvents sorts a bucket by (time, sequence): insertion sort, since
-// buckets are small and mostly in order.
+// sortEvents sorts a bucket by (time, sequence): insertion sort for a
+// small bucket, mostly in order, and pdqsort for a large one. No two
+// events share a sequence number, so either gives the one order.
 func sortEvents(bk []event) {
+	if len(bk) >= calSortMin {
+		slices.SortFunc(bk, func(a, b event) int {
+			if c := cmp.Compare(a.at, b.at); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+		return
+	}
 	for i := 1; i < len(bk); i++ {
 		e := bk[i]
 		j := i

@@ -8,7 +8,8 @@ import (
 // The calendar hands out events in (time, sequence) order, never one
 // at or after a window's end, and min is the earliest pending event's
 // time, whatever the mix of ties, sparse stretches (its jumps over empty
-// buckets) and far events (its heap): checked against a plain list over
+// buckets), far events (its heap) and bursts into one bucket (its large
+// buckets' sort and spare arrays): checked against a plain list over
 // many seeds.
 func TestCalendarOrder(t *testing.T) {
 	for seed := range uint64(200) {
@@ -43,6 +44,15 @@ func TestCalendarOrder(t *testing.T) {
 			}
 			return m
 		}
+		// burst pushes up to 300 events into one bucket, in no order;
+		// a few per seed.
+		bursts := 4
+		burst := func(now Time) {
+			b := now + Time(rng.Int64N(calSize<<calBits))
+			for range rng.IntN(300) {
+				push(b + Time(rng.Int64N(1<<calBits)))
+			}
+		}
 		for range 1 + rng.IntN(50) {
 			push(delay())
 		}
@@ -63,6 +73,10 @@ func TestCalendarOrder(t *testing.T) {
 				now = e.at
 				for range rng.IntN(3) {
 					push(now + delay())
+				}
+				if bursts > 0 && rng.IntN(40) == 0 {
+					bursts--
+					burst(now)
 				}
 			}
 			if m := refMin(); m >= 0 && ref[m].at < end {

@@ -291,13 +291,13 @@ func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.Dr
 
 // tracePacket traces a data-packet event of q. It is small enough to be
 // inlined: without a tracer, the per-packet cost is one test.
-func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
+func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint16, reason string) {
 	if q.ep.cfg.Tracer != nil {
 		q.tracePacketTo(q.ep.cfg.Tracer, now, k, p, slot, bytes, reason)
 	}
 }
 
-func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
+func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint16, reason string) {
 	t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
 		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
 }

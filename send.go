@@ -28,13 +28,14 @@ const (
 // noPSN ends the loss list; it is not a 24-bit value.
 const noPSN psn.PSN = 1 << 31
 
-// txPkt is what the requester remembers of one PSN in flight.
+// txPkt is what the requester remembers of one PSN in flight: 32 bytes,
+// since a QP keeps one for every PSN of its window (TestTxPktSize).
 type txPkt struct {
 	sentAt     mtime.Time
 	wqe        uint32     // low bits of the WQE's sequence number
 	seg        uint32     // packet index within the message
-	size       uint32     // payload bytes
 	prev, next psn.PSN    // loss list: in flight, oldest transmission first
+	size       uint16     // payload bytes (an MTU is at most 9000)
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
@@ -246,7 +247,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 			s.rtxq.Push(p)
 			skipped++
 		default:
-			return s.fits(q, s.rec(p).size)
+			return s.fits(q, uint32(s.rec(p).size))
 		}
 	}
 	return false
@@ -259,7 +260,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	}
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
-	size := segSize(w, s.seg, q.ep.cfg.MTU)
+	size := uint16(segSize(w, s.seg, q.ep.cfg.MTU))
 	// In place, field by field (see setBTH).
 	r := s.rec(p)
 	*r = txPkt{}

@@ -51,7 +51,7 @@ type Endpoint struct {
 	epTimer mtime.Time // when the next endpoint message falls due
 
 	rfc rcvFlow  // the responder's own flow control
-	evp evProbes // EV probes sent and answers owed (evprobe.go)
+	evp *evProbes // EV probes sent and answers owed (evprobe.go); nil until the first
 
 	rx wire.Packet // decode scratch
 	tx wire.Packet // encode scratch

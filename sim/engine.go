@@ -197,35 +197,38 @@ const (
 )
 
 // calendar is the event queue of a partition: a ring of buckets of
-// 2^calBits picoseconds covering the next calSize buckets, each sorted by
-// (time, sequence) when the clock reaches it, and a heap for events
-// beyond the ring. Events cluster a few microseconds ahead of now
+// 2^calBits picoseconds covering the next calSize buckets, and a heap for
+// events beyond the ring. Events cluster a few microseconds ahead of now
 // (serialisation and propagation), so most pushes are an append and most
-// pops read memory in order. A bitmap of the slots holding events lets
-// the clock jump over empty buckets: a quiet stretch (an incast's idle
-// links) costs a few word tests, not a visit to every bucket.
+// pops read memory in order. A bucket is a chain of fixed blocks of
+// events in push order, from a pool the whole ring shares: its memory
+// follows the events pending, however they crowd into buckets (a large
+// fabric puts thousands in one 4 ns bucket, an incast one or none). When
+// the clock reaches a bucket, its events move to one array, sorted by
+// (time, sequence), from which they are consumed; an event pushed into
+// that bucket meanwhile is inserted in order. A bitmap of the slots
+// holding events lets the clock jump over empty buckets: a quiet stretch
+// (an incast's idle links) costs a few word tests, not a visit to every
+// bucket.
 type calendar struct {
-	buckets [][]event // calSize rings of events
-	head    []int32   // consumed prefix of each sorted bucket
-	sorted  []bool
-	busy    [calSize / 64]uint64 // slot i holds events (consumed or not): bit i
-	cur     int64                // lowest bucket that may hold events
-	n       int                  // events in the ring
-	far     evHeap
-	slab    []event // every bucket's first calStart events
-	// spare holds arrays buckets grew out of, by size class (capacity
-	// calStart<<(k+1)), for buckets that outgrow theirs next: at a large
-	// fabric's event rates most buckets do, and growing each into new
-	// memory made garbage at the rate of events.
-	spare [][][]event
+	first, last []int32              // each slot's chain of blocks, or noBlock
+	busy        [calSize / 64]uint64 // slot i holds events (consumed or not): bit i
+	cur         int64                // lowest bucket that may hold events
+	n           int                  // events in the ring
+	far         evHeap
+	blocks      blockPool
+
+	// The bucket cur once the clock reached it (loaded): its events
+	// sorted, the first head of them consumed.
+	loaded bool
+	now    []event
+	head   int
 }
 
 const (
-	calBits  = 12 // 4.1 ns buckets
-	calSize  = 1 << 11
-	calMask  = calSize - 1
-	calKeep  = 32 // events a bucket keeps room for once consumed
-	calStart = 4  // events each bucket has room for at first
+	calBits = 12 // 4.1 ns buckets
+	calSize = 1 << 11
+	calMask = calSize - 1
 	// calSortMin is the bucket size from which a bucket is sorted by
 	// pdqsort rather than by insertion: a bucket filled at a large
 	// fabric's rate holds thousands of events in no particular order.
@@ -239,66 +242,12 @@ func bucketOf(t Time) int64 { return int64(t >> calBits) }
 func bucketStart(b int64) Time { return Time(b) << calBits }
 
 func newCalendar() *calendar {
-	c := &calendar{buckets: make([][]event, calSize), head: make([]int32, calSize), sorted: make([]bool, calSize)}
-	// Room for calStart events per bucket from one allocation; buckets
-	// that outgrow it allocate their own.
-	c.slab = make([]event, calSize*calStart)
-	for i := range c.buckets {
-		c.buckets[i] = c.slabOf(i)
+	c := &calendar{first: make([]int32, calSize), last: make([]int32, calSize)}
+	for i := range c.first {
+		c.first[i], c.last[i] = noBlock, noBlock
 	}
 	return c
 }
-
-// slabOf returns bucket i's room in the slab, empty.
-func (c *calendar) slabOf(i int) []event {
-	return c.slab[i*calStart : i*calStart : (i+1)*calStart]
-}
-
-// add appends e to bucket array bk. A full array doubles into a spare
-// array when one is kept, and is kept itself unless it is the slab's.
-func (c *calendar) add(bk []event, e event) []event {
-	if len(bk) < cap(bk) {
-		return append(bk, e)
-	}
-	var nb []event
-	if k := spareClass(2 * cap(bk)); k < len(c.spare) && len(c.spare[k]) > 0 {
-		n := len(c.spare[k])
-		nb = c.spare[k][n-1][:len(bk)]
-		c.spare[k][n-1] = nil
-		c.spare[k] = c.spare[k][:n-1]
-	} else {
-		nb = make([]event, len(bk), 2*cap(bk))
-	}
-	copy(nb, bk)
-	if cap(bk) > calStart {
-		c.keep(bk)
-	}
-	return append(nb, e)
-}
-
-// keep puts array bk on the spare list of its size.
-func (c *calendar) keep(bk []event) {
-	k := spareClass(cap(bk))
-	for len(c.spare) <= k {
-		c.spare = append(c.spare, nil)
-	}
-	c.spare[k] = append(c.spare[k], bk[:0])
-}
-
-// release returns the array bucket i holds next, once consumed from bk:
-// bk itself unless it grew past calKeep, or else the bucket's room in the
-// slab, bk going to the spares.
-func (c *calendar) release(i int, bk []event) []event {
-	if cap(bk) <= calKeep {
-		return bk[:0]
-	}
-	c.keep(bk)
-	return c.slabOf(i)
-}
-
-// spareClass returns the size class of arrays of capacity n: buckets grow
-// by doubling from calStart.
-func spareClass(n int) int { return bits.Len(uint(n/calStart)) - 2 }
 
 func (c *calendar) push(e event) {
 	b := bucketOf(e.at)
@@ -312,19 +261,45 @@ func (c *calendar) push(e event) {
 	i := b & calMask
 	c.n++
 	c.busy[i>>6] |= 1 << (i & 63)
-	if !c.sorted[i] {
-		c.buckets[i] = c.add(c.buckets[i], e)
+	if c.loaded && b == c.cur {
+		// The bucket is being consumed: insert in order after its head.
+		c.now = append(c.now, event{})
+		j := len(c.now) - 1
+		for j > c.head && e.before(&c.now[j-1]) {
+			c.now[j] = c.now[j-1]
+			j--
+		}
+		c.now[j] = e
 		return
 	}
-	// The bucket is being consumed: insert in order after its head.
-	bk := c.add(c.buckets[i], event{})
-	j := len(bk) - 1
-	for j > int(c.head[i]) && e.before(&bk[j-1]) {
-		bk[j] = bk[j-1]
-		j--
+	l := c.last[i]
+	if l == noBlock || c.blocks.at(l).n == blockLen {
+		nb := c.blocks.alloc()
+		if l == noBlock {
+			c.first[i] = nb
+		} else {
+			c.blocks.at(l).next = nb
+		}
+		c.last[i], l = nb, nb
 	}
-	bk[j] = e
-	c.buckets[i] = bk
+	bl := c.blocks.at(l)
+	bl.ev[bl.n] = e
+	bl.n++
+}
+
+// load moves the events of slot i, the bucket cur, into now, sorted, and
+// frees its blocks.
+func (c *calendar) load(i int64) {
+	c.now, c.head, c.loaded = c.now[:0], 0, true
+	for b := c.first[i]; b != noBlock; {
+		bl := c.blocks.at(b)
+		c.now = append(c.now, bl.ev[:bl.n]...)
+		next := bl.next
+		c.blocks.release(b)
+		b = next
+	}
+	c.first[i], c.last[i] = noBlock, noBlock
+	sortEvents(c.now)
 }
 
 // advance moves cur to the first bucket holding events, but not to a
@@ -341,23 +316,20 @@ func (c *calendar) advance(limit Time) *event {
 			if bucketStart(fb) >= limit {
 				return nil
 			}
-			c.cur = max(c.cur, fb)
+			c.leave(max(c.cur, fb))
 			c.migrate()
 			continue
 		}
 		i := c.cur & calMask
-		bk := c.buckets[i]
-		if int(c.head[i]) < len(bk) {
-			if !c.sorted[i] {
-				sortEvents(bk)
-				c.sorted[i] = true
-			}
-			return &bk[c.head[i]]
+		if !c.loaded && c.first[i] != noBlock {
+			c.load(i)
+		}
+		if c.loaded && c.head < len(c.now) {
+			return &c.now[c.head]
 		}
 		if bucketStart(c.cur+1) > limit {
 			return nil
 		}
-		c.buckets[i], c.head[i], c.sorted[i] = c.release(int(i), bk), 0, false
 		c.busy[i>>6] &^= 1 << (i & 63)
 		// Jump to the next bucket holding events, but not past the last
 		// bucket starting at or before limit. Far events all lie beyond
@@ -366,8 +338,15 @@ func (c *calendar) advance(limit Time) *event {
 		if next < 0 {
 			next = c.cur + 1 // cannot happen: the ring holds c.n > 0 events
 		}
-		c.cur = min(next, bucketOf(limit))
+		c.leave(min(next, bucketOf(limit)))
 		c.migrate()
+	}
+}
+
+// leave moves the clock from bucket cur, consumed, to bucket b.
+func (c *calendar) leave(b int64) {
+	if b != c.cur {
+		c.cur, c.loaded = b, false
 	}
 }
 
@@ -397,9 +376,8 @@ func (c *calendar) migrate() {
 
 // pop removes the event advance returned.
 func (c *calendar) pop() event {
-	i := c.cur & calMask
-	e := c.buckets[i][c.head[i]]
-	c.head[i]++
+	e := c.now[c.head]
+	c.head++
 	c.n--
 	return e
 }
@@ -414,18 +392,70 @@ func (c *calendar) min() Time {
 		return t
 	}
 	for b := c.nextBusy(c.cur); b >= 0; b = c.nextBusy(b + 1) {
-		i := b & calMask
-		bk := c.buckets[i]
-		if int(c.head[i]) >= len(bk) {
+		if b == c.cur && c.loaded {
+			if c.head < len(c.now) {
+				return min(t, c.now[c.head].at)
+			}
 			continue
 		}
-		for j := int(c.head[i]); j < len(bk); j++ {
-			t = min(t, bk[j].at)
+		i := b & calMask
+		if c.first[i] == noBlock {
+			continue
+		}
+		for k := c.first[i]; k != noBlock; k = c.blocks.at(k).next {
+			bl := c.blocks.at(k)
+			for j := range bl.n {
+				t = min(t, bl.ev[j].at)
+			}
 		}
 		return t
 	}
 	return t
 }
+
+// blockLen is the events in one block of a bucket's chain.
+const blockLen = 32
+
+// noBlock ends a chain of blocks.
+const noBlock int32 = -1
+
+// block is a link of a bucket's chain of events.
+type block struct {
+	ev   [blockLen]event
+	n    int32 // events held
+	next int32 // the next block of the chain, or noBlock
+}
+
+// blockPool hands out blocks by index from chunks that never move, and
+// takes them back for reuse.
+type blockPool struct {
+	chunks [][]block
+	used   int32 // blocks handed out so far
+	free   []int32
+}
+
+const blockChunk = 64 // blocks per chunk
+
+func (p *blockPool) at(i int32) *block { return &p.chunks[i/blockChunk][i%blockChunk] }
+
+func (p *blockPool) alloc() int32 {
+	var i int32
+	if n := len(p.free); n > 0 {
+		i = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		if int(p.used/blockChunk) == len(p.chunks) {
+			p.chunks = append(p.chunks, make([]block, blockChunk))
+		}
+		i = p.used
+		p.used++
+	}
+	b := p.at(i)
+	b.n, b.next = 0, noBlock
+	return i
+}
+
+func (p *blockPool) release(i int32) { p.free = append(p.free, i) }
 
 // sortEvents sorts a bucket by (time, sequence): insertion sort for a
 // small bucket, mostly in order, and pdqsort for a large one. No two

@@ -8,9 +8,9 @@ import (
 // The calendar hands out events in (time, sequence) order, never one
 // at or after a window's end, and min is the earliest pending event's
 // time, whatever the mix of ties, sparse stretches (its jumps over empty
-// buckets), far events (its heap) and bursts into one bucket (its large
-// buckets' sort and spare arrays): checked against a plain list over
-// many seeds.
+// buckets), far events (its heap) and bursts into one bucket (its chains
+// of blocks and large buckets' sort): checked against a plain list over
+// many seeds. Drained, it holds no block.
 func TestCalendarOrder(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -93,6 +93,13 @@ func TestCalendarOrder(t *testing.T) {
 			if got := c.min(); got != want {
 				t.Fatalf("seed %d: min %d, want %d", seed, got, want)
 			}
+		}
+		// Drained, the calendar holds no block.
+		for c.advance(never) != nil {
+			c.pop()
+		}
+		if held := int(c.blocks.used) - len(c.blocks.free); held != 0 || c.n != 0 {
+			t.Fatalf("seed %d: drained, the calendar holds %d blocks and counts %d events", seed, held, c.n)
 		}
 	}
 }

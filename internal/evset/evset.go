@@ -180,12 +180,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// entry is one EV's state: 8 bytes, since a large simulation holds
+// entry is one EV's state: 6 bytes, since a large simulation holds
 // hundreds of thousands of QPs with hundreds of EVs each. When its rest
-// ends lives apart (Set.skipUntil), allocated on the first rest.
+// ends lives apart (Set.skipUntil), allocated on the first rest; so does
+// the top half of its value, unless the set's values number their slots
+// there (Set.hi).
 type entry struct {
-	value uint32
-	plane uint8 // slot / per, kept to spare a division
+	lo    uint16 // the value's low 16 bits
+	plane uint8  // slot / per, kept to spare a division
 	state State
 	pos   int16 // index in its plane's active list, or -1
 }
@@ -209,9 +211,14 @@ type plane struct {
 
 // Set is one QP's EV table. It is not safe for concurrent use.
 type Set struct {
-	cfg       Config
-	per       int          // EVs per plane: plane p holds slots p*per..p*per+per-1
-	evs       []entry      // by slot
+	cfg Config
+	per int     // EVs per plane: plane p holds slots p*per..p*per+per-1
+	evs []entry // by slot
+	// The top 16 bits of each slot's value: hi[slot], or hiBase+slot when
+	// hi is nil (the values number their slots there, as the core's EVs
+	// do: wire.NewEV).
+	hi        []uint16
+	hiBase    uint16
 	skipUntil []mtime.Time // by slot: when a Skip rest ends; nil until the first rest
 	// lists holds each plane's active and backup lists in one region of
 	// per slots, plane p's from p*per: the active list fills the region
@@ -253,9 +260,19 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	for p := range s.planes {
 		s.planes[p].up = true
 	}
+	s.hiBase = uint16(values[0] >> 16)
+	for i, v := range values {
+		if uint16(v>>16) != s.hiBase+uint16(i) {
+			s.hi = make([]uint16, len(values))
+			for j, v := range values {
+				s.hi[j] = uint16(v >> 16)
+			}
+			break
+		}
+	}
 	for i, v := range values {
 		slot := Slot(i)
-		s.evs[i] = entry{value: v, plane: uint8(i / per), pos: -1}
+		s.evs[i] = entry{lo: uint16(v), plane: uint8(i / per), pos: -1}
 		if i%per < cfg.ActivePerPlane {
 			s.activate(slot)
 		} else {
@@ -285,7 +302,13 @@ func (s *Set) Config() Config { return s.cfg }
 func (s *Set) Len() int { return len(s.evs) }
 
 // Value returns the EV value in slot.
-func (s *Set) Value(slot Slot) uint32 { return s.evs[slot].value }
+func (s *Set) Value(slot Slot) uint32 {
+	hi := s.hiBase + uint16(slot)
+	if s.hi != nil {
+		hi = s.hi[slot]
+	}
+	return uint32(hi)<<16 | uint32(s.evs[slot].lo)
+}
 
 // Plane returns the plane of the EV in slot.
 func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
@@ -385,7 +408,7 @@ func (s *Set) rest(slot Slot, until mtime.Time) {
 
 func (s *Set) notify(slot Slot, from, to State, why Reason, repl int) {
 	if s.Notify != nil {
-		s.Notify(Transition{Slot: slot, EV: s.evs[slot].value, Plane: s.Plane(slot), From: from, To: to, Reason: why, Replacement: repl})
+		s.Notify(Transition{Slot: slot, EV: s.Value(slot), Plane: s.Plane(slot), From: from, To: to, Reason: why, Replacement: repl})
 	}
 }
 

@@ -368,7 +368,36 @@ func TestBackupOrder(t *testing.T) {
 // TestEntrySize guards the table's footprint: a large simulation holds
 // hundreds of thousands of QPs with 256 EVs each.
 func TestEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(entry{}); n != 8 {
-		t.Fatalf("an EV entry takes %d bytes, want 8", n)
+	if n := unsafe.Sizeof(entry{}); n != 6 {
+		t.Fatalf("an EV entry takes %d bytes, want 6", n)
+	}
+}
+
+// TestValuesKept: Value returns every value New was given, whether the
+// values number their slots in their top 16 bits (the core's EVs, whose
+// top halves the set then does not store) or not.
+func TestValuesKept(t *testing.T) {
+	cfg := Config{Planes: 2, ActivePerPlane: 3, BackupPerPlane: 2}
+	numbered := make([]uint32, 10)
+	for i := range numbered {
+		numbered[i] = (0xC000+uint32(i))<<16 | uint32(i*7+1)
+	}
+	arbitrary := []uint32{5, 0xdeadbeef, 77, 1 << 31, 3, 0xffff0000, 12, 13, 0x12345678, 99}
+	for _, tc := range []struct {
+		values []uint32
+		stored bool // the top halves are stored
+	}{{numbered, false}, {arbitrary, true}} {
+		s, err := New(cfg, tc.values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range tc.values {
+			if got := s.Value(Slot(i)); got != v {
+				t.Errorf("slot %d: value %#x, want %#x", i, got, v)
+			}
+		}
+		if stored := s.hi != nil; stored != tc.stored {
+			t.Errorf("values %#x: top halves stored %v, want %v", tc.values[:2], stored, tc.stored)
+		}
 	}
 }

@@ -139,7 +139,7 @@ func BenchmarkEngineEvent(b *testing.B) {
 // firstSwitchPacket builds a world and runs it until the first packet
 // reaches a switch; it returns the world, that packet's bytes and wire
 // length, and the switch and port it reaches.
-func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl int32, si int32, in int) {
+func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl uint16, si int32, in int) {
 	tp, err := topo.Clos2(topo.Clos2Config{Hosts: 64, Planes: 1, T0Down: 8, T0Up: 8})
 	if err != nil {
 		b.Fatal(err)
@@ -191,7 +191,7 @@ func BenchmarkSwitchHop(b *testing.B) {
 			b.Fatal(s.err)
 		}
 		p := s.pkt(h)
-		p.n, p.wl = uint16(copy(p.data[:], pkt)), wl
+		p.n, p.wl = uint8(copy(p.data[:], pkt)), wl
 		s.switchRecv(si, in, h, p)
 		// The packet is now in the pipe of the egress link: take its
 		// arrival event and deliver it, but stop short of the next node.

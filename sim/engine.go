@@ -125,8 +125,8 @@ type packet struct {
 	next   uint32 // the next packet in the link's pipe, or nilPkt
 	qpn    uint32 // the QP at src that sent it
 	src    int32  // the sending host
-	wl     int32  // IP datagram length (payload included)
-	n      uint16
+	wl     uint16 // IP datagram length (payload included)
+	n      uint8  // header bytes in data
 	data   [pktCap]byte
 }
 

@@ -3,7 +3,16 @@ package sim
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
+
+// TestPacketSize guards the biggest share of a large run's memory: the
+// packets in flight (about 160 per host on --preset big).
+func TestPacketSize(t *testing.T) {
+	if n := unsafe.Sizeof(packet{}); n != 168 {
+		t.Fatalf("a packet takes %d bytes, want 168", n)
+	}
+}
 
 // The calendar hands out events in (time, sequence) order, never one
 // at or after a window's end, and min is the earliest pending event's

@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"
@@ -14,8 +15,8 @@ import (
 
 func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
 	w := s.w
-	if p.wl > int32(p.n)+w.trailer {
-		s.planeRx[port] += uint64(p.wl - int32(p.n) - w.trailer)
+	if wl := int32(p.wl); wl > int32(p.n)+w.trailer {
+		s.planeRx[port] += uint64(wl - int32(p.n) - w.trailer)
 	}
 	if w.hostTaps != nil {
 		s.tapHost(hi, port, false, 0, p.data[:p.n], int(p.wl))
@@ -49,7 +50,7 @@ func (s *shard) pump(hi int32) {
 		if !ok {
 			return
 		}
-		if tx.Len > pktCap || tx.Len < wire.IPv6Len || tx.Port < 0 || tx.Port >= planes || free&(1<<tx.Port) == 0 {
+		if tx.Len > pktCap || tx.Len < wire.IPv6Len || tx.WireLen > math.MaxUint16 || tx.Port < 0 || tx.Port >= planes || free&(1<<tx.Port) == 0 {
 			s.err = fmt.Errorf("sim: host %d's NIC returned a transmit the simulator cannot carry: %+v (free %#x, header room %d)",
 				hi, tx, free, pktCap)
 			return
@@ -60,7 +61,7 @@ func (s *shard) pump(hi int32) {
 		}
 		p := s.pkt(h)
 		copy(p.data[:tx.Len], s.scratch[:tx.Len])
-		p.n, p.wl = uint16(tx.Len), int32(tx.WireLen)
+		p.n, p.wl = uint8(tx.Len), uint16(tx.WireLen)
 		p.src, p.qpn = hi, tx.QPN
 		if w.hostTaps != nil {
 			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))

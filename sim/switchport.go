@@ -31,7 +31,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 		s.release(h)
 		return
 	}
-	p.n, p.wl = uint16(v.Len), int32(v.WireLen)
+	p.n, p.wl = uint8(v.Len), uint16(v.WireLen)
 	if v.Pause {
 		s.pfc(si, in, xPause)
 	}

@@ -135,8 +135,9 @@ type packet struct {
 // partition moves by handle; the receiver hands it back to its owner's
 // free list between windows.
 const (
-	chunkBits = 12
+	chunkBits = 10
 	chunkSize = 1 << chunkBits
+	leafBits  = 8 // chunks per leaf of a pool's directory: 1<<leafBits
 	idxBits   = 26
 	idxMask   = 1<<idxBits - 1
 	maxChunks = 1 << (idxBits - chunkBits)
@@ -149,18 +150,25 @@ type chunk struct {
 	pkts [chunkSize]packet
 }
 
-// pool hands out packets and recycles them. Other partitions read the
-// chunks of packets they were handed; the chunk table never grows (it is
-// allocated whole), so that is safe between barriers.
+// pool hands out packets and recycles them. Its chunks hang off a
+// two-level directory, allocated as the pool grows: a partition that
+// never sends holds none, a small run one chunk of 1,024 packets. Other
+// partitions read the chunks of packets they were handed; a directory
+// entry is written once, before any packet it leads to is handed out,
+// and never moves, so that is safe between barriers.
 type pool struct {
-	id     uint32
-	chunks []*chunk // maxChunks entries
-	used   int      // slots handed out so far
-	free   []uint32
+	id   uint32
+	dir  [maxChunks >> leafBits]*[1 << leafBits]*chunk
+	used int // slots handed out so far
+	free []uint32
 }
 
-func newPool(id int) *pool {
-	return &pool{id: uint32(id), chunks: make([]*chunk, maxChunks)}
+func newPool(id int) *pool { return &pool{id: uint32(id)} }
+
+// at returns the packet with index i in the pool.
+func (p *pool) at(i uint32) *packet {
+	c := i >> chunkBits
+	return &p.dir[c>>leafBits][c&(1<<leafBits-1)].pkts[i&(chunkSize-1)]
 }
 
 func (p *pool) alloc() (uint32, bool) {
@@ -173,8 +181,13 @@ func (p *pool) alloc() (uint32, bool) {
 		return nilPkt, false
 	}
 	c := p.used >> chunkBits
-	if p.chunks[c] == nil {
-		p.chunks[c] = new(chunk)
+	leaf := p.dir[c>>leafBits]
+	if leaf == nil {
+		leaf = new([1 << leafBits]*chunk)
+		p.dir[c>>leafBits] = leaf
+	}
+	if leaf[c&(1<<leafBits-1)] == nil {
+		leaf[c&(1<<leafBits-1)] = new(chunk)
 	}
 	h := p.id<<idxBits | uint32(p.used)
 	p.used++
@@ -414,7 +427,7 @@ func (c *calendar) min() Time {
 }
 
 // blockLen is the events in one block of a bucket's chain.
-const blockLen = 32
+const blockLen = 16
 
 // noBlock ends a chain of blocks.
 const noBlock int32 = -1

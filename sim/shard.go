@@ -134,8 +134,7 @@ func (s *shard) inbound() int {
 
 // pkt returns packet h, wherever its pool is.
 func (s *shard) pkt(h uint32) *packet {
-	c := s.w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]
-	return &c.pkts[h&(chunkSize-1)]
+	return s.w.pools[h>>idxBits].at(h & idxMask)
 }
 
 // alloc takes a packet from this partition's pool.

@@ -74,7 +74,7 @@ type blockPool struct {
 	free   []int32
 }
 
-const blockChunk = 32 // blocks per chunk
+const blockChunk = 8 // blocks per chunk: an idle switch holds none, a quiet one one
 
 func (p *blockPool) at(i int32) *qblock { return &p.chunks[i/blockChunk][i%blockChunk] }
 

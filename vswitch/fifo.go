@@ -21,7 +21,7 @@ type fifo struct {
 }
 
 // fifoBlock is the entries in one block.
-const fifoBlock = 8
+const fifoBlock = 4
 
 // noBlock ends a chain of blocks.
 const noBlock int32 = -1
@@ -74,7 +74,7 @@ type blockPool struct {
 	free   []int32
 }
 
-const blockChunk = 8 // blocks per chunk: an idle switch holds none, a quiet one one
+const blockChunk = 16 // blocks per chunk: an idle switch holds none, a quiet one one
 
 func (p *blockPool) at(i int32) *qblock { return &p.chunks[i/blockChunk][i%blockChunk] }
 

@@ -111,87 +111,142 @@ func (q *evHeap) pop() event {
 
 // pktCap is the most header bytes a simulated packet carries: payloads
 // are phantom, so this covers the largest header stack (an SRv6-
-// encapsulated SACK or endpoint response is 140 bytes).
-const pktCap = 144
+// encapsulated SACK or endpoint response is 140 bytes). smallCap is what
+// a data packet's headers take (SRv6-encapsulated MRC WRITE: 120 bytes):
+// the packets in flight are mostly those, so they are kept in slots of
+// their own, 24 bytes smaller.
+const (
+	pktCap   = 144
+	smallCap = 120
+)
 
-// packet is a simulated packet: its place in a link's pipe, its headers,
-// its length on the wire and who sent it (for counting traffic into
-// failures per QP). The pipe link comes first, beside the lengths and the
-// first header bytes: delivering the head of a pipe reads the next
-// packet's handle and arrival time from the cache line the far node reads
-// next, and no other packet's memory.
+// packet is a simulated packet's record: its place in a link's pipe, its
+// lengths and who sent it (for counting traffic into failures per QP).
+// Its header bytes follow it in its slot (smallSlot, largeSlot): the
+// pipe link comes first, beside the lengths and the first header bytes,
+// so delivering the head of a pipe reads the next packet's handle and
+// arrival time from the cache line the far node reads next, and no
+// other packet's memory.
 type packet struct {
 	nextAt Time   // when next reaches the far end of the link
 	next   uint32 // the next packet in the link's pipe, or nilPkt
 	qpn    uint32 // the QP at src that sent it
 	src    int32  // the sending host
 	wl     uint16 // IP datagram length (payload included)
-	n      uint8  // header bytes in data
-	data   [pktCap]byte
+	n      uint8  // header bytes
 }
 
+// The two sizes of packet slot.
+type (
+	smallSlot struct {
+		packet
+		data [smallCap]byte
+	}
+	largeSlot struct {
+		packet
+		data [pktCap]byte
+	}
+)
+
 // Packet handles are global: the partition whose pool holds the packet
-// (top bits) and its index there. A packet that crosses to another
-// partition moves by handle; the receiver hands it back to its owner's
-// free list between windows.
+// (top bits), its slot size (largeBit) and its index among the slots of
+// that size. A packet that crosses to another partition moves by handle;
+// the receiver hands it back to its owner's free list between windows.
 const (
 	chunkBits = 10
 	chunkSize = 1 << chunkBits
 	leafBits  = 8 // chunks per leaf of a pool's directory: 1<<leafBits
 	idxBits   = 26
 	idxMask   = 1<<idxBits - 1
-	maxChunks = 1 << (idxBits - chunkBits)
+	largeBit  = 1 << (idxBits - 1)
+	slotMask  = largeBit - 1
+	maxChunks = largeBit >> chunkBits
 	maxShards = 1 << (32 - idxBits)
 	nilPkt    = ^uint32(0)
 )
 
-// chunk is a block of packets that never moves once allocated.
-type chunk struct {
-	pkts [chunkSize]packet
-}
-
-// pool hands out packets and recycles them. Its chunks hang off a
-// two-level directory, allocated as the pool grows: a partition that
-// never sends holds none, a small run one chunk of 1,024 packets. Other
-// partitions read the chunks of packets they were handed; a directory
-// entry is written once, before any packet it leads to is handed out,
-// and never moves, so that is safe between barriers.
-type pool struct {
-	id   uint32
-	dir  [maxChunks >> leafBits]*[1 << leafBits]*chunk
-	used int // slots handed out so far
+// slots hands out slots of one size by index, from chunks that never
+// move once allocated, and recycles them. The chunks hang off a two-level
+// directory allocated as it grows: a partition that never sends holds
+// none, a small run one chunk of 1,024. Other partitions read the slots
+// of packets they were handed; a directory entry is written once, before
+// any packet it leads to is handed out, and never moves, so that is safe
+// between barriers.
+type slots[S any] struct {
+	dir  [maxChunks >> leafBits]*[1 << leafBits]*[chunkSize]S
+	used uint32 // slots handed out so far
 	free []uint32
 }
 
-func newPool(id int) *pool { return &pool{id: uint32(id)} }
-
-// at returns the packet with index i in the pool.
-func (p *pool) at(i uint32) *packet {
+func (p *slots[S]) at(i uint32) *S {
 	c := i >> chunkBits
-	return &p.dir[c>>leafBits][c&(1<<leafBits-1)].pkts[i&(chunkSize-1)]
+	return &p.dir[c>>leafBits][c&(1<<leafBits-1)][i&(chunkSize-1)]
 }
 
-func (p *pool) alloc() (uint32, bool) {
+func (p *slots[S]) alloc() (uint32, bool) {
 	if n := len(p.free); n > 0 {
-		h := p.free[n-1]
+		i := p.free[n-1]
 		p.free = p.free[:n-1]
-		return h, true
+		return i, true
 	}
 	if p.used == maxChunks*chunkSize {
-		return nilPkt, false
+		return 0, false
 	}
 	c := p.used >> chunkBits
 	leaf := p.dir[c>>leafBits]
 	if leaf == nil {
-		leaf = new([1 << leafBits]*chunk)
+		leaf = new([1 << leafBits]*[chunkSize]S)
 		p.dir[c>>leafBits] = leaf
 	}
 	if leaf[c&(1<<leafBits-1)] == nil {
-		leaf[c&(1<<leafBits-1)] = new(chunk)
+		leaf[c&(1<<leafBits-1)] = new([chunkSize]S)
 	}
-	h := p.id<<idxBits | uint32(p.used)
 	p.used++
-	return h, true
+	return p.used - 1, true
+}
+
+// pool is a partition's packets: slots of two sizes.
+type pool struct {
+	id    uint32
+	small slots[smallSlot]
+	large slots[largeSlot]
+}
+
+func newPool(id int) *pool { return &pool{id: uint32(id)} }
+
+// at returns the packet with index i (a handle's low idxBits) and its
+// header room.
+func (p *pool) at(i uint32) (*packet, []byte) {
+	if i&largeBit != 0 {
+		s := p.large.at(i & slotMask)
+		return &s.packet, s.data[:]
+	}
+	s := p.small.at(i)
+	return &s.packet, s.data[:]
+}
+
+// alloc hands out a packet with room for n header bytes.
+func (p *pool) alloc(n int) (uint32, bool) {
+	var i uint32
+	var ok bool
+	if n <= smallCap {
+		i, ok = p.small.alloc()
+	} else if i, ok = p.large.alloc(); ok {
+		i |= largeBit
+	}
+	if !ok {
+		return nilPkt, false
+	}
+	return p.id<<idxBits | i, true
+}
+
+// put takes back packet h, one of the pool's.
+func (p *pool) put(h uint32) {
+	if i := h & idxMask; i&largeBit != 0 {
+		p.large.free = append(p.large.free, i&slotMask)
+	} else {
+		p.small.free = append(p.small.free, i)
+	}
 }
 
 // xmsg carries a packet (by handle) or a PFC frame across a partition

@@ -7,10 +7,53 @@ import (
 )
 
 // TestPacketSize guards the biggest share of a large run's memory: the
-// packets in flight (about 160 per host on --preset big).
+// packets in flight (about 160 per host on --preset big, nearly all of
+// them data packets, in small slots).
 func TestPacketSize(t *testing.T) {
-	if n := unsafe.Sizeof(packet{}); n != 168 {
-		t.Fatalf("a packet takes %d bytes, want 168", n)
+	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 144 || m != 168 {
+		t.Fatalf("packet slots take %d and %d bytes, want 144 and 168", n, m)
+	}
+}
+
+// TestPoolSizes: a pool hands out slots with room for the headers asked
+// for, never the same slot twice while it is in use, and reuses the
+// slots it is given back.
+func TestPoolSizes(t *testing.T) {
+	p := newPool(3)
+	seen := map[uint32]bool{}
+	var hs []uint32
+	for i := range 5000 {
+		n := []int{40, smallCap, smallCap + 1, pktCap}[i%4]
+		h, ok := p.alloc(n)
+		if !ok || seen[h] || h>>idxBits != 3 {
+			t.Fatalf("alloc %d: handle %#x ok %v (seen %v)", i, h, ok, seen[h])
+		}
+		seen[h] = true
+		pk, hdr := p.at(h & idxMask)
+		if len(hdr) < n {
+			t.Fatalf("alloc(%d): %d bytes of room", n, len(hdr))
+		}
+		pk.n = uint8(i)
+		hdr[n-1] = byte(i)
+		hs = append(hs, h)
+	}
+	for i, h := range hs { // nothing overwrote another packet
+		pk, hdr := p.at(h & idxMask)
+		if n := []int{40, smallCap, smallCap + 1, pktCap}[i%4]; pk.n != uint8(i) || hdr[n-1] != byte(i) {
+			t.Fatalf("packet %d changed: n %d, last header byte %d", i, pk.n, hdr[n-1])
+		}
+	}
+	for _, h := range hs {
+		p.put(h)
+	}
+	used := p.small.used + p.large.used
+	for i := range 5000 {
+		if h, _ := p.alloc([]int{40, pktCap}[i%2]); !seen[h] {
+			t.Fatalf("alloc after put: new handle %#x", h)
+		}
+	}
+	if p.small.used+p.large.used != used {
+		t.Fatal("the pool grew instead of reusing its slots")
 	}
 }
 

@@ -13,16 +13,16 @@ import (
 	"github.com/openmrc/mrc/wire"
 )
 
-func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
+func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet, hdr []byte) {
 	w := s.w
 	if wl := int32(p.wl); wl > int32(p.n)+w.trailer {
 		s.planeRx[port] += uint64(wl - int32(p.n) - w.trailer)
 	}
 	if w.hostTaps != nil {
-		s.tapHost(hi, port, false, 0, p.data[:p.n], int(p.wl))
+		s.tapHost(hi, port, false, 0, hdr[:p.n], int(p.wl))
 	}
 	hs := &w.hosts[hi]
-	hs.nic.HandleDatagram(ns(s.now), port, p.data[:p.n], int(p.wl))
+	hs.nic.HandleDatagram(ns(s.now), port, hdr[:p.n], int(p.wl))
 	s.release(h)
 	s.afterHost(hi)
 }
@@ -55,16 +55,16 @@ func (s *shard) pump(hi int32) {
 				hi, tx, free, pktCap)
 			return
 		}
-		h, ok := s.alloc()
+		h, ok := s.alloc(tx.Len)
 		if !ok {
 			return
 		}
-		p := s.pkt(h)
-		copy(p.data[:tx.Len], s.scratch[:tx.Len])
+		p, hdr := s.pkt(h)
+		copy(hdr[:tx.Len], s.scratch[:tx.Len])
 		p.n, p.wl = uint8(tx.Len), uint16(tx.WireLen)
 		p.src, p.qpn = hi, tx.QPN
 		if w.hostTaps != nil {
-			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))
+			s.tapHost(hi, tx.Port, true, tx.QPN, hdr[:p.n], int(p.wl))
 		}
 		dl := w.hostOut(hi, tx.Port)
 		wl := tx.WireLen + w.overhead

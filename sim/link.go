@@ -7,14 +7,15 @@ import "github.com/openmrc/mrc/vswitch"
 
 // enpipe appends packet h to the pipe of directed link dl, arriving at at.
 func (s *shard) enpipe(dl int32, h uint32, at Time) {
-	s.pkt(h).next = nilPkt
+	p, _ := s.pkt(h)
+	p.next = nilPkt
 	r := &s.w.rx[dl]
 	if r.tail == nilPkt {
 		r.head, r.tail, r.headAt = h, h, at
 		s.push(at, evArrive, 0, dl)
 		return
 	}
-	t := s.pkt(r.tail)
+	t, _ := s.pkt(r.tail)
 	t.next, t.nextAt = h, at
 	r.tail = h
 }
@@ -34,7 +35,7 @@ func (s *shard) arrive(dl int32) {
 	w := s.w
 	r := &w.rx[dl]
 	h := r.head
-	p := s.pkt(h)
+	p, hdr := s.pkt(h)
 	r.head = p.next
 	if r.head == nilPkt {
 		r.tail = nilPkt
@@ -44,7 +45,7 @@ func (s *shard) arrive(dl int32) {
 	}
 	if !r.up {
 		if r.fail >= 0 {
-			s.hit(r.fail, p)
+			s.hit(r.fail, p, hdr)
 		}
 		s.linkDrops[vswitch.DropLinkDown]++
 		s.release(h)
@@ -52,7 +53,7 @@ func (s *shard) arrive(dl int32) {
 	}
 	if r.loss > 0 {
 		if r.lossFail >= 0 {
-			s.hit(r.lossFail, p)
+			s.hit(r.lossFail, p, hdr)
 		}
 		if s.rng.Float64() < r.loss {
 			s.linkDrops[vswitch.DropLossy]++
@@ -63,9 +64,9 @@ func (s *shard) arrive(dl int32) {
 	info := &w.lk[dl]
 	hosts := int32(w.t.Hosts)
 	if info.to < hosts {
-		s.hostRecv(info.to, int(info.toPort), h, p)
+		s.hostRecv(info.to, int(info.toPort), h, p, hdr)
 	} else {
-		s.switchRecv(info.to-hosts, int(info.toPort), h, p)
+		s.switchRecv(info.to-hosts, int(info.toPort), h, p, hdr)
 	}
 }
 

@@ -256,7 +256,7 @@ func (w *World) arriving(dl int32, now Time) (*packet, float64) {
 		return nil, 0
 	}
 	h := r.head
-	p := w.pools[h>>idxBits].at(h & idxMask)
+	p, _ := w.pools[h>>idxBits].at(h & idxMask)
 	payload := int32(p.wl) - int32(p.n) - wire.ICRCLen
 	ser := vswitch.SerializationPs(int(p.wl)+w.overhead, w.lk[dl].rate)
 	start := r.headAt - ser

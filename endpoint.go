@@ -50,11 +50,17 @@ type Endpoint struct {
 	epWork  bool       // an endpoint message is due
 	epTimer mtime.Time // when the next endpoint message falls due
 
-	rfc rcvFlow  // the responder's own flow control
+	rfc rcvFlow   // the responder's own flow control
 	evp *evProbes // EV probes sent and answers owed (evprobe.go); nil until the first
 
-	rx wire.Packet // decode scratch
-	tx wire.Packet // encode scratch
+	scratch *Scratch
+}
+
+// Scratch is the space an Endpoint decodes a datagram and encodes a
+// packet in (Config.Scratch). Nothing in it outlives a call into the
+// endpoint.
+type Scratch struct {
+	rx, tx wire.Packet
 }
 
 // pkeyMask selects the partition of a P_Key; its top bit is the
@@ -77,7 +83,10 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.ports[i] = port{addr: a.As16(), up: true}
 		e.up |= 1 << i
 	}
-	e.tx.NoCRC = cfg.SkipICRC
+	e.scratch = cfg.Scratch
+	if e.scratch == nil {
+		e.scratch = new(Scratch)
+	}
 	return e, nil
 }
 
@@ -222,7 +231,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
-	p := &e.rx
+	p := &e.scratch.rx
 	if err := p.Decode(pkt); err != nil {
 		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
@@ -272,10 +281,17 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
-// describe fills tx for the packet e.tx just encoded into the transmit
-// buffer: n bytes there, wireLen on the wire, sent on port.
+// txPacket returns the packet to encode the next transmit in.
+func (e *Endpoint) txPacket() *wire.Packet {
+	pk := &e.scratch.tx
+	pk.NoCRC = e.cfg.SkipICRC
+	return pk
+}
+
+// describe fills tx for the packet txPacket just encoded into the
+// transmit buffer: n bytes there, wireLen on the wire, sent on port.
 func (e *Endpoint) describe(tx *verbs.Transmit, port, n, wireLen int, qpn uint32, kind verbs.PacketKind) {
-	pk := &e.tx
+	pk := &e.scratch.tx
 	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = port, n, wireLen, qpn, kind
 	tx.Address(pk.Final(), &pk.IP, &pk.UDP)
 }

@@ -64,7 +64,7 @@ func (q *QP) probesByEndpoint() bool { return q.state == verbs.StateRTR }
 // writeEVProbe encodes an EV_PROBE request on EV slot and remembers it.
 func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	ts := timestamp(now)
 	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
@@ -143,7 +143,7 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte,
 		if !ok {
 			continue
 		}
-		pk := &e.tx
+		pk := e.txPacket()
 		q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 		pk.PayloadLen = 0
 		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointResponse, DestQP: wire.QPNEndpoint}

@@ -707,7 +707,7 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 // writeCtrl encodes control packet c on EV slot into buf.
 func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	pk.PayloadLen = 0
 	switch c.kind {

@@ -369,7 +369,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	case rtx:
 		dscp = e.cfg.DSCP.DataRetx
 	}
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, r.slot, dscp, wire.ECT0)
 	off := uint64(r.seg) * uint64(e.cfg.MTU)
 	// Ask for an immediate SACK when this packet ends what we can send

@@ -296,6 +296,7 @@ func New(cfg Config) (*World, error) {
 		qps[f.Dst]++
 	}
 	w.hosts = make([]hostState, t.Hosts)
+	scratch := make([]*mrc.Scratch, len(w.shards))
 	for h := range t.Hosts {
 		ports := make([]netip.Addr, t.Planes)
 		for p := range ports {
@@ -308,6 +309,10 @@ func New(cfg Config) (*World, error) {
 		if c.Trace != nil {
 			spec.Tracer = &hostTracer{s: w.shards[hostShard(h)], host: int32(h), f: c.TraceFilter}
 		}
+		if scratch[hostShard(h)] == nil {
+			scratch[hostShard(h)] = new(mrc.Scratch)
+		}
+		spec.Scratch = scratch[hostShard(h)]
 		nic, err := c.Transport.New(spec)
 		if err != nil {
 			return nil, fmt.Errorf("sim: host %d: %w", h, err)

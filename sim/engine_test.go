@@ -6,12 +6,16 @@ import (
 	"unsafe"
 )
 
-// TestPacketSize guards the biggest share of a large run's memory: the
+// TestRecordSizes guards the records a large run holds millions of: the
 // packets in flight (about 160 per host on --preset big, nearly all of
-// them data packets, in small slots).
-func TestPacketSize(t *testing.T) {
+// them data packets, in small slots) and the directed links (32 per
+// host).
+func TestRecordSizes(t *testing.T) {
 	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 144 || m != 168 {
-		t.Fatalf("packet slots take %d and %d bytes, want 144 and 168", n, m)
+		t.Errorf("packet slots take %d and %d bytes, want 144 and 168", n, m)
+	}
+	if n := unsafe.Sizeof(linkInfo{}); n != 32 {
+		t.Errorf("a link's description takes %d bytes, want 32", n)
 	}
 }
 

@@ -48,7 +48,7 @@ type World struct {
 	lookahead  Time
 	actions    []action
 	fails      []failRecord
-	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence)
+	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence); nil without link failures
 	overhead   int
 	// trailer is the bytes after a data packet's payload: the RDMA
 	// transports' ICRC, none for TCP.
@@ -69,11 +69,13 @@ type World struct {
 	stopBy  string // why (Result.StoppedBy)
 }
 
+// linkInfo is a directed link's fixed description: 32 bytes, since a
+// large fabric has millions (32 per host on --preset big).
 type linkInfo struct {
 	from, to         int32 // node IDs
-	fromPort, toPort int32
 	rate             int64
-	delay            Time // propagation + the receiving switch's latency
+	delay            Time   // propagation + the receiving switch's latency
+	fromPort, toPort uint16 // a switch has at most 65,535 ports
 	sendShard        int16
 	recvShard        int16
 }
@@ -237,7 +239,7 @@ func New(cfg Config) (*World, error) {
 				delay += t.SwitchOf(to).Latency
 			}
 			dl := 2*l + d
-			w.lk[dl] = linkInfo{from: int32(from), to: int32(to), fromPort: fp, toPort: tp, rate: k.Rate,
+			w.lk[dl] = linkInfo{from: int32(from), to: int32(to), fromPort: uint16(fp), toPort: uint16(tp), rate: k.Rate,
 				delay: delay, sendShard: nodeShard(from), recvShard: nodeShard(to)}
 			w.tx[dl] = linkTx{up: true, fail: -1}
 			w.rx[dl] = linkRx{head: nilPkt, tail: nilPkt, up: true, fail: -1, lossFail: -1}

@@ -243,9 +243,9 @@ func (p *pool) alloc(n int) (uint32, bool) {
 // put takes back packet h, one of the pool's.
 func (p *pool) put(h uint32) {
 	if i := h & idxMask; i&largeBit != 0 {
-		p.large.free = append(p.large.free, i&slotMask)
+		p.large.free = push(p.large.free, i&slotMask)
 	} else {
-		p.small.free = append(p.small.free, i)
+		p.small.free = push(p.small.free, i)
 	}
 }
 
@@ -331,7 +331,7 @@ func (c *calendar) push(e event) {
 	c.busy[i>>6] |= 1 << (i & 63)
 	if c.loaded && b == c.cur {
 		// The bucket is being consumed: insert in order after its head.
-		c.now = append(c.now, event{})
+		c.now = push(c.now, event{})
 		j := len(c.now) - 1
 		for j > c.head && e.before(&c.now[j-1]) {
 			c.now[j] = c.now[j-1]
@@ -358,6 +358,13 @@ func (c *calendar) push(e event) {
 // load moves the events of slot i, the bucket cur, into now, sorted, and
 // frees its blocks.
 func (c *calendar) load(i int64) {
+	n := 0
+	for b := c.first[i]; b != noBlock; b = c.blocks.at(b).next {
+		n += int(c.blocks.at(b).n)
+	}
+	if cap(c.now) < n {
+		c.now = make([]event, 0, max(n, 2*cap(c.now)))
+	}
 	c.now, c.head, c.loaded = c.now[:0], 0, true
 	for b := c.first[i]; b != noBlock; {
 		bl := c.blocks.at(b)
@@ -523,7 +530,20 @@ func (p *blockPool) alloc() int32 {
 	return i
 }
 
-func (p *blockPool) release(i int32) { p.free = append(p.free, i) }
+func (p *blockPool) release(i int32) { p.free = push(p.free, i) }
+
+// push appends v to s, doubling s's capacity when it is full. append
+// grows a large slice by about a quarter at a time, which leaves about
+// four times its final size as garbage; the simulator's buffers and free
+// lists grow to millions of entries while the heap is at its peak.
+func push[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		ns := make([]T, len(s), max(2*cap(s), 16))
+		copy(ns, s)
+		s = ns
+	}
+	return append(s, v)
+}
 
 // sortEvents sorts a bucket by (time, sequence): insertion sort for a
 // small bucket, mostly in order, and pdqsort for a large one. No two

@@ -27,7 +27,7 @@ func (s *shard) send(dl int32, h uint32, at Time) {
 		s.enpipe(dl, h, at)
 		return
 	}
-	s.out[info.recvShard] = append(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
+	s.out[info.recvShard] = push(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
 }
 
 // arrive delivers the head of dl's pipe to its far node.

@@ -156,6 +156,6 @@ func (s *shard) release(h uint32) {
 	if o := h >> idxBits; o == s.pool.id {
 		s.pool.put(h)
 	} else {
-		s.remoteFree[o] = append(s.remoteFree[o], h)
+		s.remoteFree[o] = push(s.remoteFree[o], h)
 	}
 }

@@ -219,7 +219,7 @@ type Set struct {
 	// do: wire.NewEV).
 	hi        []uint16
 	hiBase    uint16
-	skipUntil []mtime.Time // by slot: when a Skip rest ends; nil until the first rest
+	skipUntil skipEnds // by slot: when a Skip rest ends
 	// lists holds each plane's active and backup lists in one region of
 	// per slots, plane p's from p*per: the active list fills the region
 	// from its front, the backup list (a stack) from its back, its top
@@ -316,7 +316,7 @@ func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
 // State returns the state of the EV in slot at time now.
 func (s *Set) State(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil[slot] {
+	if e.state == Skip && now >= s.skipUntil.at(slot) {
 		return Good
 	}
 	return e.state
@@ -397,13 +397,52 @@ func (s *Set) restore(slot Slot) {
 	}
 }
 
-// rest puts the EV in slot in Skip until the given time.
-func (s *Set) rest(slot Slot, until mtime.Time) {
-	if s.skipUntil == nil {
-		s.skipUntil = make([]mtime.Time, len(s.evs))
-	}
+// rest puts the EV in slot in Skip from now until the given time.
+func (s *Set) rest(slot Slot, now, until mtime.Time) {
 	s.evs[slot].state = Skip
-	s.skipUntil[slot] = until
+	s.skipUntil.set(slot, now, until, len(s.evs))
+}
+
+// skipEnds holds when each slot's Skip rest ends, in nanoseconds after
+// base (forever: no end), allocated at the first rest: 4 bytes a slot
+// where a time takes 8. An end beyond 2^32 ns of base moves base up to
+// now, and every end before the new base (all of them past) to it; a
+// rest longer than 2^32-2 ns (4.3 s, where Config.Skip is about a round
+// trip) ends then.
+type skipEnds struct {
+	base mtime.Time
+	end  []uint32
+}
+
+const forever = ^uint32(0)
+
+// at returns when slot's rest ends; it has rested before.
+func (k *skipEnds) at(slot Slot) mtime.Time {
+	if e := k.end[slot]; e != forever {
+		return k.base + mtime.Time(e)
+	}
+	return mtime.Never
+}
+
+// set records that slot rests until t (mtime.Never: no end); now is
+// when, and n the slots in the set.
+func (k *skipEnds) set(slot Slot, now, t mtime.Time, n int) {
+	if k.end == nil {
+		k.end, k.base = make([]uint32, n), now
+	}
+	if t == mtime.Never {
+		k.end[slot] = forever
+		return
+	}
+	if t-k.base >= mtime.Time(forever) {
+		for i, e := range k.end {
+			if e != forever {
+				k.end[i] = uint32(max(k.base+mtime.Time(e), now) - now)
+			}
+		}
+		k.base = now
+	}
+	k.end[slot] = uint32(min(t-k.base, mtime.Time(forever-1)))
 }
 
 func (s *Set) notify(slot Slot, from, to State, why Reason, repl int) {
@@ -481,7 +520,7 @@ func wrap(i, n int) int {
 // settle ends an expired Skip and returns the EV's state.
 func (s *Set) settle(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil[slot] {
+	if e.state == Skip && now >= s.skipUntil.at(slot) {
 		e.state = Good
 		s.notify(slot, Skip, Good, ReasonSkipEnded, -1)
 	}
@@ -495,10 +534,10 @@ func (s *Set) settle(slot Slot, now mtime.Time) State {
 func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 	switch s.settle(slot, now) {
 	case Good:
-		s.rest(slot, now.Add(s.cfg.Skip))
+		s.rest(slot, now, now.Add(s.cfg.Skip))
 		s.notify(slot, Good, Skip, why, -1)
 	case Skip:
-		s.skipUntil[slot] = max(s.skipUntil[slot], now.Add(s.cfg.Skip)) // a suspect rests on
+		s.skipUntil.set(slot, now, max(s.skipUntil.at(slot), now.Add(s.cfg.Skip)), len(s.evs)) // a suspect rests on
 	}
 }
 
@@ -509,11 +548,11 @@ func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 	switch s.settle(slot, now) {
 	case Good:
-		s.rest(slot, mtime.Never)
+		s.rest(slot, now, mtime.Never)
 		s.notify(slot, Good, Skip, ReasonSuspect, -1)
 		return true
 	case Skip:
-		s.skipUntil[slot] = mtime.Never
+		s.skipUntil.set(slot, now, mtime.Never, len(s.evs))
 		return true
 	}
 	return false
@@ -521,8 +560,8 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 
 // Unsuspect ends the rest Suspect began: the EV is Good again.
 func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
-	if s.evs[slot].state == Skip && s.skipUntil[slot] == mtime.Never {
-		s.skipUntil[slot] = now
+	if s.evs[slot].state == Skip && s.skipUntil.at(slot) == mtime.Never {
+		s.skipUntil.set(slot, now, now, len(s.evs))
 		s.settle(slot, now)
 	}
 }
@@ -623,7 +662,7 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 	to := Good
 	if ecn {
 		to = Skip
-		s.rest(slot, now.Add(s.cfg.Skip))
+		s.rest(slot, now, now.Add(s.cfg.Skip))
 	}
 	s.evs[slot].state = to
 	s.restore(slot)

@@ -401,3 +401,39 @@ func TestValuesKept(t *testing.T) {
 		}
 	}
 }
+
+// TestRestsAcrossSeconds: rest ends are kept in 32-bit nanoseconds from a
+// base that moves up when an end no longer fits; a rest begun before the
+// move ends when it did, a suspect's rest still has no end, and a rest
+// after a long quiet spell ends Skip later.
+func TestRestsAcrossSeconds(t *testing.T) {
+	const skip = 100 * time.Microsecond
+	s, err := New(Config{Planes: 1, ActivePerPlane: 4, MinActive: 1, Skip: skip}, []uint32{10, 11, 12, 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := mtime.Time(1<<32 - 150_000) // the first base is 0: ends below 2^32 fit
+	s.Suspect(0, 1)
+	s.OnSkip(t0, 0, ReasonECN)              // ends at t0+skip, below 2^32
+	s.OnSkip(t0.Add(skip/2), 2, ReasonTrim) // ends beyond 2^32: the base moves
+	later := t0.Add(time.Hour)
+	for _, c := range []struct {
+		slot Slot
+		at   mtime.Time
+		want State
+	}{ // in time order, as a QP asks
+		{0, t0.Add(skip - 1), Skip},
+		{0, t0.Add(skip), Good},
+		{2, t0.Add(skip*3/2 - 1), Skip},
+		{2, t0.Add(skip * 3 / 2), Good},
+		{1, later, Skip},
+	} {
+		if got := s.State(c.slot, c.at); got != c.want {
+			t.Errorf("EV %d at %v: %v, want %v", c.slot, c.at, got, c.want)
+		}
+	}
+	s.OnSkip(later, 3, ReasonECN) // the base moves again
+	if s.State(3, later.Add(skip-1)) != Skip || s.State(3, later.Add(skip)) != Good || s.State(1, later.Add(skip)) != Skip {
+		t.Error("a rest after the base moved again does not end Skip later, or the suspect's ended")
+	}
+}

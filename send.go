@@ -28,13 +28,14 @@ const (
 // noPSN ends the loss list; it is not a 24-bit value.
 const noPSN psn.PSN = 1 << 31
 
-// txPkt is what the requester remembers of one PSN in flight.
+// txPkt is what the requester remembers of one PSN in flight: 32 bytes,
+// since a QP keeps one for every PSN of its window (TestTxPktSize).
 type txPkt struct {
 	sentAt     mtime.Time
 	wqe        uint32     // low bits of the WQE's sequence number
 	seg        uint32     // packet index within the message
-	size       uint32     // payload bytes
 	prev, next psn.PSN    // loss list: in flight, oldest transmission first
+	size       uint16     // payload bytes (an MTU is at most 9000)
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
@@ -138,6 +139,15 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		noTrim:       a.NoTrim,
 		confirm:      a.NoTrim || a.NoTrimNACKs,
 	}
+}
+
+// ringHint returns how many PSNs the ring is likely to need soon: those
+// posted, within the peer's window and the congestion window. Growing to
+// that at once, rather than doubling up to it, spares the garbage of the
+// smaller rings (on --preset big, 131,072 QPs send a 256-packet window
+// from the start).
+func (s *sender) ringHint(q *QP) int {
+	return min(s.postPSN.Sub(s.una), s.window, q.cc.Window()/q.ep.cfg.MTU+1)
 }
 
 // grow resizes the record ring to hold at least n PSNs.
@@ -250,7 +260,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 			s.rtxq.Push(p)
 			skipped++
 		default:
-			return s.fits(q, s.rec(p).size)
+			return s.fits(q, uint32(s.rec(p).size))
 		}
 	}
 	return false
@@ -259,11 +269,11 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 // sendNew writes the next new data packet on EV slot.
 func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	if s.nxt.Sub(s.una) >= len(s.ring) {
-		s.grow(max(s.nxt.Sub(s.una)+1, 16))
+		s.grow(max(s.nxt.Sub(s.una)+1, 16, s.ringHint(q)))
 	}
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
-	size := segSize(w, s.seg, q.ep.cfg.MTU)
+	size := uint16(segSize(w, s.seg, q.ep.cfg.MTU))
 	// In place, field by field (see setBTH).
 	r := s.rec(p)
 	*r = txPkt{}
@@ -372,7 +382,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	off := uint64(r.seg) * uint64(e.cfg.MTU)
 	// The headers come from the endpoint's template (wire.DataTemplate),
 	// filled in place, field by field (see setBTH).
-	f := &e.data
+	f := &e.scratch.data
 	f.Src = e.ports[plane].addr
 	f.Dst = q.remote[plane]
 	if q.paths != nil && e.cfg.Encap != EncapPlain {

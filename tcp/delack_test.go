@@ -42,13 +42,13 @@ func TestDelayedAcksHalveTheAcks(t *testing.T) {
 // pair is two endpoints wired by hand: the test carries each segment and
 // sees each ACK as it is sent.
 type pair struct {
-	t     *testing.T
-	now   mtime.Time
-	a, b  *Endpoint
-	ca    *Conn // the sender
-	cb    *Conn // the receiver
-	buf   []byte
-	segs  []sent // segments a sent, in order
+	t    *testing.T
+	now  mtime.Time
+	a, b *Endpoint
+	ca   *Conn // the sender
+	cb   *Conn // the receiver
+	buf  []byte
+	segs []sent // segments a sent, in order
 }
 
 // sent is a segment as sent: its headers and its length on the wire.

@@ -91,9 +91,9 @@ type NICSpec struct {
 	// Tracer, when set, is the tracer the transport passes its trace
 	// records to (mrc.Config.Tracer, roce.Config.Tracer).
 	Tracer trace.Tracer
-	// Scratch is the MRC core's decoding and encoding space, shared by
-	// the NICs of one partition, which never run at the same time
-	// (mrc.Config.Scratch).
+	// Scratch is the space the MRC core decodes, encodes and traces in,
+	// shared by the NICs of one partition, which never run at the same
+	// time (mrc.Config.Scratch).
 	Scratch *mrc.Scratch
 }
 

@@ -328,10 +328,10 @@ func (s *sender) onAETH(q *QP, now mtime.Time, port int, p psn.PSN, syn uint8) {
 		return
 	}
 	r := s.rec(p)
-	switch r.nak {
+	switch r.marks & nakMask {
 	case nakNone:
 		q.stats.ProtNAKsRecv++
-		r.nak = nakAccused
+		r.marks = r.marks&^nakMask | nakAccused
 		if r.state == pktInFlight {
 			s.requeue(p, false)
 		}

@@ -98,6 +98,11 @@ type Config struct {
 	// QP state change and window change (package trace). It is called
 	// synchronously and must not call back into the endpoint.
 	Tracer trace.Tracer
+	// Scratch, when set, is the space the endpoint decodes, encodes and
+	// traces in, shared with other endpoints that are never called at the
+	// same time as it (a simulator's hosts in one partition: one warm
+	// scratch instead of one cold one per host). Nil: its own.
+	Scratch *Scratch
 }
 
 func (c Config) withDefaults() Config {

@@ -634,13 +634,19 @@ type ctrlPkt struct {
 
 // ctrlQueue is a bounded FIFO of control packets. When full, it drops the
 // oldest entry that does not answer a probe (a later SACK repeats its
-// cumulative information; a lost probe answer delays a resurrection).
+// cumulative information; a lost probe answer delays a resurrection). Its
+// ring starts small and doubles up to ctrlQueueLen: most responders hold
+// one or two entries at a time, and a large simulation has one responder
+// per host.
 type ctrlQueue struct {
-	buf        [ctrlQueueLen]ctrlPkt
+	buf        []ctrlPkt // a power of two long
 	head, size int
 }
 
-const ctrlQueueLen = 32
+const (
+	ctrlQueueLen   = 32
+	ctrlQueueStart = 4
+)
 
 // push queues p and reports whether an older entry had to be dropped.
 func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
@@ -649,25 +655,35 @@ func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
 	return dropped
 }
 
+// at returns the i-th oldest entry.
+func (c *ctrlQueue) at(i int) *ctrlPkt { return &c.buf[(c.head+i)&(len(c.buf)-1)] }
+
 // add queues a zero entry and returns it, reporting whether an older
 // entry had to be dropped.
 func (c *ctrlQueue) add() (e *ctrlPkt, dropped bool) {
-	if c.size == ctrlQueueLen {
+	switch {
+	case c.size == ctrlQueueLen:
 		victim := 0
 		for i := range c.size {
-			if !c.buf[(c.head+i)%ctrlQueueLen].probe {
+			if !c.at(i).probe {
 				victim = i
 				break
 			}
 		}
 		for i := victim; i > 0; i-- {
-			c.buf[(c.head+i)%ctrlQueueLen] = c.buf[(c.head+i-1)%ctrlQueueLen]
+			*c.at(i) = *c.at(i - 1)
 		}
-		c.head = (c.head + 1) % ctrlQueueLen
+		c.head = (c.head + 1) & (len(c.buf) - 1)
 		c.size--
 		dropped = true
+	case c.size == len(c.buf):
+		buf := make([]ctrlPkt, max(ctrlQueueStart, 2*len(c.buf)))
+		for i := range c.size {
+			buf[i] = *c.at(i)
+		}
+		c.buf, c.head = buf, 0
 	}
-	e = &c.buf[(c.head+c.size)%ctrlQueueLen]
+	e = c.at(c.size)
 	*e = ctrlPkt{}
 	c.size++
 	return e, dropped
@@ -676,7 +692,7 @@ func (c *ctrlQueue) add() (e *ctrlPkt, dropped bool) {
 func (c *ctrlQueue) peek() *ctrlPkt { return &c.buf[c.head] }
 
 func (c *ctrlQueue) pop() {
-	c.head = (c.head + 1) % ctrlQueueLen
+	c.head = (c.head + 1) & (len(c.buf) - 1)
 	c.size--
 }
 
@@ -699,7 +715,7 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 // writeCtrl encodes control packet c on EV slot into buf.
 func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	pk.PayloadLen = 0
 	switch c.kind {

@@ -22,28 +22,29 @@ import (
 // Without such samples a window below one packet, whose every delivery
 // after a trim is a retransmission, would never grow again.
 
-// Which earlier transmissions of a PSN may still reach the peer
-// (txPkt.echo).
+// Which earlier transmissions of a PSN may still reach the peer, in
+// txPkt.marks.
 const (
 	echoFirst uint8 = 1 << iota // the first transmission
 	echoRtx                     // a retransmission
+	echoMask  = echoFirst | echoRtx
 )
 
 // mayEcho records that the transmission in flight, leaving flight without
 // a NACK, may still reach the peer.
 func (r *txPkt) mayEcho() {
 	if r.rtx == 0 {
-		r.echo |= echoFirst
+		r.marks |= echoFirst
 	} else {
-		r.echo |= echoRtx
+		r.marks |= echoRtx
 	}
 	r.echoAge = 0
 }
 
 // resent ages the record's doubtful copies as it is sent again at now.
 func (r *txPkt) resent(now mtime.Time) {
-	if r.echo != 0 {
-		r.echoAge = uint32(min(uint64(r.echoAge)+uint64(max(now.Sub(r.sentAt), 0)), math.MaxUint32))
+	if r.marks&echoMask != 0 {
+		r.echoAge = uint8(min(uint64(r.echoAge)+uint64(max(now.Sub(r.sentAt), 0)/time.Microsecond), math.MaxUint8))
 	}
 }
 
@@ -53,11 +54,11 @@ func (r *txPkt) resent(now mtime.Time) {
 // longest is the longest round trip the fabric allows.
 func (r *txPkt) answers(now mtime.Time, rtx bool, longest time.Duration) bool {
 	switch {
-	case r.echo == 0:
+	case r.marks&echoMask == 0:
 		return true
-	case now.Sub(r.sentAt)+time.Duration(r.echoAge) > longest:
+	case now.Sub(r.sentAt)+time.Duration(r.echoAge)*time.Microsecond > longest:
 		return true
 	default:
-		return rtx && r.echo&echoRtx == 0
+		return rtx && r.marks&echoRtx == 0
 	}
 }

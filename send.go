@@ -28,29 +28,33 @@ const (
 // noPSN ends the loss list; it is not a 24-bit value.
 const noPSN psn.PSN = 1 << 31
 
-// txPkt is what the requester remembers of one PSN in flight.
+// txPkt is what the requester remembers of one PSN in flight: 32 bytes,
+// since a QP keeps one for every PSN of its window (TestTxPktSize).
 type txPkt struct {
 	sentAt     mtime.Time
 	wqe        uint32     // low bits of the WQE's sequence number
 	seg        uint32     // packet index within the message
-	size       uint32     // payload bytes
 	prev, next psn.PSN    // loss list: in flight, oldest transmission first
+	size       uint16     // payload bytes (an MTU is at most 9000)
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
-	nak        uint8 // what a RoCE NAK said of it: nakNone, nakAccused, nakConfirming
-	// echo says which earlier transmissions may still reach the peer
-	// (echoFirst, echoRtx; rttsample.go), and echoAge how long before
-	// sentAt the latest of them left, in ns (saturating).
-	echo    uint8
-	echoAge uint32
+	// marks holds what RoCE NAKs said of the PSN (nakMask: nakNone,
+	// nakAccused, nakConfirming) and which earlier transmissions may
+	// still reach the peer (echoMask: echoFirst, echoRtx; rttsample.go).
+	marks uint8
+	// echoAge is how long before sentAt the latest of those left, in
+	// whole µs, saturating at 255: an age read short can only cost an RTT
+	// sample, never take a wrong one (txPkt.answers).
+	echoAge uint8
 }
 
-// What RoCE NAKs said of a PSN (onAETH).
+// What RoCE NAKs said of a PSN (onAETH), in txPkt.marks.
 const (
-	nakNone       uint8 = iota
-	nakAccused          // NAKed once; its retransmission is queued
-	nakConfirming       // NAKed, and retransmitted since: a NAK now is confirmed
+	nakNone       uint8 = 0
+	nakAccused    uint8 = 1 << 2 // NAKed once; its retransmission is queued
+	nakConfirming uint8 = 2 << 2 // NAKed, and retransmitted since: a NAK now is confirmed
+	nakMask             = 3 << 2
 )
 
 // wqe is a posted WRITE.
@@ -119,7 +123,7 @@ type sender struct {
 	// A window below one packet is a rate: the next packet leaves at
 	// paceAt, set from the latest packet's send time and size (pace).
 	paceAt, pacedAt mtime.Time
-	pacedSize       uint32
+	pacedSize       uint16
 	// trimAt is when the latest trim NACK of either kind arrived (0: none
 	// yet): a packet sent at or before it met deep queues, and its loss
 	// timer stretches to the fabric's queueing bound (lossTimeoutOf).
@@ -147,6 +151,15 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		noTrim:       a.NoTrim,
 		confirm:      a.NoTrim || a.NoTrimNACKs,
 	}
+}
+
+// ringHint returns how many PSNs the ring is likely to need soon: those
+// posted, within the peer's window and the congestion window. Growing to
+// that at once, rather than doubling up to it, spares the garbage of the
+// smaller rings (on --preset big, 131,072 QPs send a 256-packet window
+// from the start).
+func (s *sender) ringHint(q *QP) int {
+	return min(s.postPSN.Sub(s.una), s.window, q.cc.Window()/q.ep.cfg.MTU+1)
 }
 
 // grow resizes the record ring to hold at least n PSNs.
@@ -236,7 +249,7 @@ func (s *sender) fits(q *QP, size uint32) bool {
 // below that size, when the next may leave: a window of w bytes is then a
 // rate of w per base RTT, so the next packet waits size/w base RTTs
 // (cc.Controller; docs/nscc.md, "Windows below one packet").
-func (s *sender) pace(q *QP, now mtime.Time, size uint32) {
+func (s *sender) pace(q *QP, now mtime.Time, size uint16) {
 	s.pacedAt, s.pacedSize = now, size
 	s.repace(q)
 }
@@ -288,7 +301,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 			s.rtxq.Push(p)
 			skipped++
 		default:
-			return s.fits(q, s.rec(p).size)
+			return s.fits(q, uint32(s.rec(p).size))
 		}
 	}
 	return false
@@ -297,11 +310,11 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 // sendNew writes the next new data packet on EV slot.
 func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	if s.nxt.Sub(s.una) >= len(s.ring) {
-		s.grow(max(s.nxt.Sub(s.una)+1, 16))
+		s.grow(max(s.nxt.Sub(s.una)+1, 16, s.ringHint(q)))
 	}
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
-	size := segSize(w, s.seg, q.ep.cfg.MTU)
+	size := uint16(segSize(w, s.seg, q.ep.cfg.MTU))
 	// In place, field by field (see setBTH).
 	r := s.rec(p)
 	*r = txPkt{}
@@ -332,8 +345,8 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	r := s.rec(p)
 	r.resent(now)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
-	if r.nak == nakAccused {
-		r.nak = nakConfirming
+	if r.marks&nakMask == nakAccused {
+		r.marks = r.marks&^nakMask | nakConfirming
 	}
 	if r.rtx < 255 {
 		r.rtx++
@@ -413,7 +426,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	off := uint64(r.seg) * uint64(e.cfg.MTU)
 	// The headers come from the endpoint's template (wire.DataTemplate),
 	// filled in place, field by field (see setBTH).
-	f := &e.data
+	f := &e.scratch.data
 	f.Src = e.ports[plane].addr
 	f.Dst = q.remote[plane]
 	if q.paths != nil && e.cfg.Encap != EncapPlain {

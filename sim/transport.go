@@ -91,6 +91,10 @@ type NICSpec struct {
 	// Tracer, when set, is the tracer the transport passes its trace
 	// records to (mrc.Config.Tracer, roce.Config.Tracer).
 	Tracer trace.Tracer
+	// Scratch is the space the MRC core decodes, encodes and traces in,
+	// shared by the NICs of one partition, which never run at the same
+	// time (mrc.Config.Scratch).
+	Scratch *mrc.Scratch
 }
 
 // TransportStats are a NIC's protocol counters, summed over its QPs.
@@ -354,6 +358,7 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		ep, err := mrc.NewEndpoint(mrc.Config{
 			Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, Encap: encap, BaseRTT: s.BaseRTT,
 			QueueingBound: s.QueueingBound, LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs, Tracer: s.Tracer,
+			Scratch: s.Scratch,
 		})
 		if err != nil {
 			return nil, err

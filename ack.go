@@ -44,13 +44,14 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	}
 	inFlight := func(p psn.PSN) bool { return p.InWindow(s.una, s.nxt.Sub(s.una)) }
 
-	// RTT from the packet that triggered the SACK, if sent only once (a
-	// probe's answer names a PSN the probe did not carry: no sample).
+	// RTT from the packet that triggered the SACK, if the SACK can only
+	// answer its latest transmission (rttsample.go; a probe's answer
+	// names a PSN the probe did not carry: no sample).
 	var rtt time.Duration
 	if q.ep.cfg.Timestamps {
 		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
 	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) && !sk.PR {
-		if r := s.rec(trig); r.state == pktInFlight && r.rtx == 0 {
+		if r := s.rec(trig); r.state == pktInFlight && r.answers(now, sk.Rtx, q.ep.cfg.longestRTT()) {
 			// Without timestamps the field carries the responder's
 			// hold (holdStamp); a peer that leaves it zero holds nothing.
 			rtt = now.Sub(r.sentAt) - time.Duration(sk.CC.TxTimestamp)<<7
@@ -94,6 +95,9 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		RestoreCwnd: sk.CC.RC,
 	})
 	q.traceCwnd(now, cwnd)
+	if s.paceAt > now {
+		s.repace(q)
+	}
 	if newly > 0 {
 		s.retries, s.backoffs = 0, 0
 		s.lastProgress = now
@@ -227,7 +231,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		return
 	}
 	r := s.rec(p)
-	s.requeue(p)
+	s.requeue(p, true)
 	q.tracePacket(now, trace.PacketNacked, p, r.slot, r.size, nk.Reason.String())
 	cwnd := q.cc.Window()
 	defer q.traceCwnd(now, cwnd)
@@ -280,7 +284,7 @@ func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackR
 		for l := s.lossHead; l != noPSN; {
 			next := s.rec(l).next
 			if l.Sub(s.una) > beyond {
-				s.requeue(l)
+				s.requeue(l, false)
 			}
 			l = next
 		}
@@ -324,12 +328,12 @@ func (s *sender) onAETH(q *QP, now mtime.Time, port int, p psn.PSN, syn uint8) {
 		return
 	}
 	r := s.rec(p)
-	switch r.nak {
+	switch r.marks & nakMask {
 	case nakNone:
 		q.stats.ProtNAKsRecv++
-		r.nak = nakAccused
+		r.marks = r.marks&^nakMask | nakAccused
 		if r.state == pktInFlight {
-			s.requeue(p)
+			s.requeue(p, false)
 		}
 		q.ep.markReady(q)
 	case nakConfirming:

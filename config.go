@@ -30,6 +30,9 @@ const (
 	EncapSRv6
 )
 
+// dataEncap is the wire.DataTemplate encapsulation of each Encap.
+var dataEncap = [...]wire.DataEncap{EncapPlain: wire.DataPlain, EncapUSID: wire.DataUSID, EncapSRv6: wire.DataEncapsulated}
+
 func (e Encap) String() string {
 	switch e {
 	case EncapPlain:
@@ -102,6 +105,11 @@ type Config struct {
 	// QP state change and window change (package trace). It is called
 	// synchronously and must not call back into the endpoint.
 	Tracer trace.Tracer
+	// Scratch, when set, is the space the endpoint decodes, encodes and
+	// traces in, shared with other endpoints that are never called at the
+	// same time as it (a simulator's hosts in one partition: one warm
+	// scratch instead of one cold one per host). Nil: its own.
+	Scratch *Scratch
 }
 
 func (c Config) withDefaults() Config {
@@ -133,6 +141,14 @@ func (c Config) withDefaults() Config {
 		c.MaxQPs = 4096
 	}
 	return c
+}
+
+// longestRTT is the longest a packet and the SACK answering it can take:
+// the base RTT, the fabric's queueing bound on the way out and the
+// responder's SACK hold. A SACK arriving later answers no copy sent
+// before (rttsample.go).
+func (c Config) longestRTT() time.Duration {
+	return c.BaseRTT + c.QueueingBound + c.SackDelay
 }
 
 func (c Config) validate() error {

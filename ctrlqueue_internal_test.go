@@ -1,8 +1,11 @@
 package mrc
 
 import (
-	"github.com/openmrc/mrc/verbs"
+	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/openmrc/mrc/verbs"
 )
 
 // TestCtrlQueueKeepsProbeAnswers: a full control queue drops its oldest
@@ -34,5 +37,40 @@ func TestCtrlQueueKeepsProbeAnswers(t *testing.T) {
 	c.push(ctrlPkt{seq: 200, probe: true})
 	if c.peek().seq != 1 {
 		t.Fatalf("head after dropping from a queue of probe answers: %d, want 1", c.peek().seq)
+	}
+}
+
+// TestCtrlQueueModel checks the growing ring against a plain slice over
+// random pushes and pops: the same entries in the same order, the same
+// drops, whatever the ring's size and where its head has wrapped to.
+func TestCtrlQueueModel(t *testing.T) {
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var c ctrlQueue
+		var model []ctrlPkt
+		for i := range 2000 {
+			if rng.IntN(3) > 0 || len(model) == 0 {
+				p := ctrlPkt{seq: uint16(i), probe: rng.IntN(4) == 0}
+				dropped := c.push(p)
+				wantDrop := len(model) == ctrlQueueLen
+				if wantDrop {
+					victim := slices.IndexFunc(model, func(e ctrlPkt) bool { return !e.probe })
+					model = slices.Delete(model, max(victim, 0), max(victim, 0)+1)
+				}
+				model = append(model, p)
+				if dropped != wantDrop {
+					t.Fatalf("seed %d op %d: dropped %v, want %v", seed, i, dropped, wantDrop)
+				}
+			} else {
+				if got := c.peek().seq; got != model[0].seq {
+					t.Fatalf("seed %d op %d: head %d, want %d", seed, i, got, model[0].seq)
+				}
+				c.pop()
+				model = model[1:]
+			}
+			if c.size != len(model) {
+				t.Fatalf("seed %d op %d: %d queued, want %d", seed, i, c.size, len(model))
+			}
+		}
 	}
 }

@@ -51,11 +51,24 @@ type Endpoint struct {
 	epTimer mtime.Time // when the next endpoint message falls due
 
 	rfc    rcvFlow     // the responder's own flow control
-	evp    evProbes    // EV probes sent and answers owed (evprobe.go)
+	evp    *evProbes   // EV probes sent and answers owed (evprobe.go); nil until the first
 	faults []pathFault // paths a QP retired for loss, not seen back (pathshare.go)
 
-	rx wire.Packet // decode scratch
-	tx wire.Packet // encode scratch
+	dataTpl wire.DataTemplate // the headers of every data packet (writeData)
+
+	scratch *Scratch
+}
+
+// Scratch is the space an Endpoint decodes a datagram, encodes a packet
+// and traces an event in (Config.Scratch). Nothing in it outlives a call
+// into the endpoint.
+type Scratch struct {
+	rx, tx wire.Packet
+	data   wire.DataFields // a data packet's own fields (writeData)
+	// traced is the record every trace call hands the tracer: a Record
+	// is valid during the Trace call only, so one serves every call, and
+	// a traced event costs no allocation.
+	traced trace.Record
 }
 
 // pkeyMask selects the partition of a P_Key; its top bit is the
@@ -78,7 +91,11 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		e.ports[i] = port{addr: a.As16(), up: true}
 		e.up |= 1 << i
 	}
-	e.tx.NoCRC = cfg.SkipICRC
+	e.dataTpl = wire.NewDataTemplate(dataEncap[cfg.Encap], cfg.Timestamps, cfg.SkipICRC)
+	e.scratch = cfg.Scratch
+	if e.scratch == nil {
+		e.scratch = new(Scratch)
+	}
 	return e, nil
 }
 
@@ -223,7 +240,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
-	p := &e.rx
+	p := &e.scratch.rx
 	if err := p.Decode(pkt); err != nil {
 		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
@@ -273,10 +290,17 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
-// describe fills tx for the packet e.tx just encoded into the transmit
-// buffer: n bytes there, wireLen on the wire, sent on port.
+// txPacket returns the packet to encode the next transmit in.
+func (e *Endpoint) txPacket() *wire.Packet {
+	pk := &e.scratch.tx
+	pk.NoCRC = e.cfg.SkipICRC
+	return pk
+}
+
+// describe fills tx for the packet txPacket just encoded into the
+// transmit buffer: n bytes there, wireLen on the wire, sent on port.
 func (e *Endpoint) describe(tx *verbs.Transmit, port, n, wireLen int, qpn uint32, kind verbs.PacketKind) {
-	pk := &e.tx
+	pk := &e.scratch.tx
 	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = port, n, wireLen, qpn, kind
 	tx.Address(pk.Final(), &pk.IP, &pk.UDP)
 }
@@ -286,21 +310,29 @@ func (e *Endpoint) describe(tx *verbs.Transmit, port, n, wireLen int, qpn uint32
 func (e *Endpoint) drop(now mtime.Time, s *verbs.Stats, qpn uint32, why verbs.DropReason) {
 	s.Drops[why]++
 	if t := e.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})
+		e.trace(t, trace.Record{Time: now, Kind: trace.PacketDropped, QPN: qpn, Reason: why.String()})
 	}
 }
 
 // tracePacket traces a data-packet event of q. It is small enough to be
 // inlined: without a tracer, the per-packet cost is one test.
-func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
+func (q *QP) tracePacket(now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint16, reason string) {
 	if q.ep.cfg.Tracer != nil {
 		q.tracePacketTo(q.ep.cfg.Tracer, now, k, p, slot, bytes, reason)
 	}
 }
 
-func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint32, reason string) {
-	t.Trace(&trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
+func (q *QP) tracePacketTo(t trace.Tracer, now mtime.Time, k trace.Kind, p psn.PSN, slot evset.Slot, bytes uint16, reason string) {
+	q.ep.trace(t, trace.Record{Time: now, Kind: k, QPN: q.qpn, PSN: uint32(p), EV: wire.EV(q.evs.Value(slot)),
 		Plane: q.evs.Plane(slot), Bytes: int(bytes), Reason: reason})
+}
+
+// trace hands r to t in the scratch record (Scratch.traced): a traced
+// event costs no allocation.
+func (e *Endpoint) trace(t trace.Tracer, r trace.Record) {
+	rec := &e.scratch.traced
+	*rec = r
+	t.Trace(rec)
 }
 
 // String describes the endpoint for debugging.

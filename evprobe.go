@@ -64,14 +64,14 @@ func (q *QP) probesByEndpoint() bool { return q.state == verbs.StateRTR }
 // writeEVProbe encodes an EV_PROBE request on EV slot and remembers it.
 func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	ts := timestamp(now)
 	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointRequest, DestQP: wire.QPNEndpoint}
 	pk.EPReq = wire.EPRequest{Op: wire.EPEVProbe, TS: wire.TSETH{TxTimestamp: ts, FType: wire.TSETHFType}}
 	pk.PayloadLen = 0
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
-	p := &e.evp
+	p := e.probes()
 	p.sent[p.next] = evProbe{qpn: q.qpn, ev: q.evs.Value(slot), ts: ts, valid: true}
 	p.next = (p.next + 1) % evProbesKept
 	q.stats.ProbesSent++
@@ -83,7 +83,7 @@ func (q *QP) writeEVProbe(now mtime.Time, slot evset.Slot, buf []byte, tx *verbs
 // onEVProbe queues the answer to an EV_PROBE request from peer pr that
 // arrived on port, within the answer budget.
 func (e *Endpoint) onEVProbe(now mtime.Time, pr *peer, port int, p *wire.Packet) {
-	ep := &e.evp
+	ep := e.probes()
 	if ep.nOwed == evAnswersOwed || !ep.answers.take(now, evAnswersPerLossTimeout, e.cfg.LossTimeout) {
 		e.stats.AnswersWithheld++
 		return
@@ -97,8 +97,12 @@ func (e *Endpoint) onEVProbe(now mtime.Time, pr *peer, port int, p *wire.Packet)
 // dropped.
 func (e *Endpoint) onEVProbeAnswer(now mtime.Time, pr *peer, p *wire.Packet) {
 	ev, ts := p.EPResp.PortStatusMask, p.EPResp.TxTimestamp
-	for i := range e.evp.sent {
-		s := &e.evp.sent[i]
+	var sent []evProbe
+	if e.evp != nil {
+		sent = e.evp.sent[:]
+	}
+	for i := range sent {
+		s := &sent[i]
 		if !s.valid || s.ev != ev || s.ts != ts {
 			continue
 		}
@@ -125,8 +129,8 @@ func (e *Endpoint) onEVProbeAnswer(now mtime.Time, pr *peer, p *wire.Packet) {
 // plane, the request's first. An answer no QP of the peer can carry any
 // more is dropped.
 func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Transmit) bool {
-	ep := &e.evp
-	if ep.nOwed == 0 {
+	ep := e.evp
+	if ep == nil || ep.nOwed == 0 {
 		return false
 	}
 	a := &ep.owed[0]
@@ -143,7 +147,7 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte,
 		if !ok {
 			continue
 		}
-		pk := &e.tx
+		pk := e.txPacket()
 		q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 		pk.PayloadLen = 0
 		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpEndpointResponse, DestQP: wire.QPNEndpoint}
@@ -157,6 +161,15 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte,
 		ep.popOwed()
 	}
 	return false
+}
+
+// probes returns the endpoint's EV probe state, allocating it on first
+// use: most endpoints never probe an EV nor answer a probe.
+func (e *Endpoint) probes() *evProbes {
+	if e.evp == nil {
+		e.evp = new(evProbes)
+	}
+	return e.evp
 }
 
 func (ep *evProbes) popOwed() {

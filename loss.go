@@ -58,6 +58,9 @@ func (s *sender) deadline(q *QP) mtime.Time {
 	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
 		t = mtime.Min(t, s.rtxHold)
 	}
+	if s.paceAt > q.now && (s.rtxq.Len() > 0 || s.wqeSend != s.wqeTail) {
+		t = mtime.Min(t, s.paceAt)
+	}
 	for i := range s.suspects {
 		if sp := &s.suspects[i]; sp.used && sp.awaiting {
 			t = mtime.Min(t, sp.at)
@@ -117,7 +120,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if !congestion && s.holdSuspect(q, now, p) {
 			continue
 		}
-		s.requeue(p)
+		s.requeue(p, false)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.cc.Window()
 		// A packet that went into a path retired since carries no news:
@@ -157,7 +160,7 @@ func (s *sender) planeDown(q *QP, plane int) {
 		r := s.rec(p)
 		next := r.next
 		if q.evs.Plane(r.slot) == plane {
-			s.requeue(p)
+			s.requeue(p, false)
 		}
 		p = next
 	}
@@ -185,6 +188,7 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 	s.unlinkLoss(p)
 	s.inflight -= int(r.size)
 	r.state = pktHeld
+	r.mayEcho()
 	return true
 }
 

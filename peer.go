@@ -239,7 +239,7 @@ func (e *Endpoint) pollEndpoint(now mtime.Time, free verbs.PortMask, buf []byte,
 		if !ok {
 			continue
 		}
-		pk := &e.tx
+		pk := e.txPacket()
 		q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 		pk.PayloadLen = 0
 		switch {

@@ -155,7 +155,7 @@ func (q *QP) pickCtrlEV(now mtime.Time, plane int, mask uint32) (evset.Slot, boo
 // §3.7): the answer's ack_psn_offset names p, and its bitmap covers p.
 func (q *QP) writeProbe(now mtime.Time, slot evset.Slot, p psn.PSN, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Data, wire.ECT0)
 	q.tx.probeID++
 	pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpProbe, DestQP: q.remoteQPN, AckReq: true, PSN: uint32(p)}

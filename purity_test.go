@@ -26,7 +26,7 @@ import (
 var purePackages = []string{
 	".", "./internal/evset", "./internal/rxwin", "./internal/psn", "./internal/timerq",
 	"./internal/memreg", "./internal/qptable", "./internal/fifo", "./internal/xrand",
-	"./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp", "./ib",
+	"./internal/reasm", "./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp", "./mptcp", "./ib",
 }
 
 // helperFolders hold the packages under internal/ that are not core parts:

@@ -269,7 +269,7 @@ func (q *QP) SetError(now mtime.Time) { q.fail(now, verbs.ErrFlushed) }
 
 func (q *QP) setState(now mtime.Time, s verbs.QPState) {
 	if t := q.ep.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
+		q.ep.trace(t, trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
 	}
 	q.state = s
 	q.timerDirty = true
@@ -389,7 +389,7 @@ func (q *QP) Remote() []netip.Addr {
 
 func (q *QP) onEVTransition(t evset.Transition) {
 	if tr := q.ep.cfg.Tracer; tr != nil {
-		tr.Trace(&trace.Record{Time: q.now, Kind: trace.EVState, QPN: q.qpn, EV: wire.EV(t.EV), Plane: t.Plane,
+		q.ep.trace(tr, trace.Record{Time: q.now, Kind: trace.EVState, QPN: q.qpn, EV: wire.EV(t.EV), Plane: t.Plane,
 			From: t.From.String(), To: t.To.String(), Reason: t.Reason.String()})
 	}
 	switch t.To {

@@ -34,6 +34,7 @@ type trigger struct {
 	ce    bool
 	probe bool
 	dup   bool       // a duplicate that asked for an acknowledgement
+	rtx   bool       // a retransmission (BTH.rtx)
 	timed bool       // ts is a real tx_timestamp (TSETH or PETH)
 	at    mtime.Time // when the packet arrived
 }
@@ -84,6 +85,8 @@ type acks struct {
 	// the requester: onAETH).
 	trimNACKs, dupSACKs, probeSACKs, oorNACKs budget
 	protNAKs, protNAKsRtx                     budget
+
+	load senderLoad // the peer's offered load (rcvfc.go)
 }
 
 // ack returns the acknowledgement state, allocating it on first use.
@@ -281,7 +284,7 @@ func ceOf(p *wire.Packet) bool {
 func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
-	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, at: now}
+	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, rtx: p.BTH.Rtx, at: now}
 	dscp := p.IP.DSCP()
 	trimmed := p.Trimmed || dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
 	d := n.Sub(r.win.Next())
@@ -302,7 +305,9 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	if trimmed {
 		if fresh {
 			// Its payload is gone; a full packet is the usual size.
-			e.noteOffered(now, uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU))))
+			size := uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU)))
+			e.noteOffered(now, size)
+			q.noteSender(now, size)
 		}
 		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
@@ -330,6 +335,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	}
 	size := uint64(p.PayloadLen)
 	e.noteOffered(now, size)
+	q.noteSender(now, size)
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {
 		rq = p.METH.RQMSN
@@ -344,6 +350,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		r.flushSACK(q, false)
 	}
 	r.win.Mark(n)
+	q.noteWhole(n, p.BTH.Opcode.EndsMessage())
 	a := r.ack()
 	a.report[n%reportLen] = reportEntry(n, a.sackSeq)
 	r.rcvdBytes += size
@@ -353,7 +360,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		q.stats.CEReceived++
 	}
 	if t := e.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: wire.EV(t0.ev), Plane: port, Bytes: int(size)})
+		e.trace(t, trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: wire.EV(t0.ev), Plane: port, Bytes: int(size)})
 	}
 	if p.BTH.Opcode.HasImm() {
 		if r.imms == nil {
@@ -478,7 +485,7 @@ func (q *QP) recvTrimmed(now mtime.Time, t0 trigger, fresh, lastHop bool) {
 	e, r := q.ep, &q.rx
 	q.stats.TrimmedReceived++
 	if t := e.cfg.Tracer; t != nil {
-		t.Trace(&trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(t0.psn), EV: wire.EV(t0.ev), Plane: t0.port})
+		e.trace(t, trace.Record{Time: now, Kind: trace.PacketTrimmed, QPN: q.qpn, PSN: uint32(t0.psn), EV: wire.EV(t0.ev), Plane: t0.port})
 	}
 	if !fresh || !q.allowAnswer(now, &r.ack().trimNACKs, r.win.Size()) {
 		return
@@ -591,8 +598,8 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 	c.kind, c.seq, c.port, c.psn = verbs.KindSACK, a.sackSeq, r.trig.port, cack
 	c.ackOff, c.sackOff, c.bitmap = clamp16(r.trig.psn.Sub(cack)), clamp16(base.Sub(cack)), r.win.Bitmap(base)
 	c.ev, c.ts, c.timed, c.at = r.trig.ev, r.trig.ts, r.trig.timed, r.trig.at
-	c.m, c.probe, c.ooo = m, probe, uint16(min(r.win.Ahead(), 1<<15-1))
-	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now), r.restore
+	c.m, c.probe, c.rtx, c.ooo = m, probe, r.trig.rtx && !probe, uint16(min(r.win.Ahead(), 1<<15-1))
+	c.rcvd, c.pen, c.restore = uint32((r.rcvdBytes+255)/256), q.rcvPenalty(q.now, probe), r.restore
 	r.restore = false
 	r.pendN = 0
 	a.sackSeq++
@@ -616,6 +623,7 @@ type ctrlPkt struct {
 	at      mtime.Time    // when the trigger arrived
 	m       wire.SackMode // a NACK's CE flag is m == SackSkipOnce
 	probe   bool
+	rtx     bool // the trigger was a retransmission
 	ooo     uint16
 	rcvd    uint32
 	pen     uint8
@@ -626,13 +634,19 @@ type ctrlPkt struct {
 
 // ctrlQueue is a bounded FIFO of control packets. When full, it drops the
 // oldest entry that does not answer a probe (a later SACK repeats its
-// cumulative information; a lost probe answer delays a resurrection).
+// cumulative information; a lost probe answer delays a resurrection). Its
+// ring starts small and doubles up to ctrlQueueLen: most responders hold
+// one or two entries at a time, and a large simulation has one responder
+// per host.
 type ctrlQueue struct {
-	buf        [ctrlQueueLen]ctrlPkt
+	buf        []ctrlPkt // a power of two long
 	head, size int
 }
 
-const ctrlQueueLen = 32
+const (
+	ctrlQueueLen   = 32
+	ctrlQueueStart = 4
+)
 
 // push queues p and reports whether an older entry had to be dropped.
 func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
@@ -641,25 +655,35 @@ func (c *ctrlQueue) push(p ctrlPkt) (dropped bool) {
 	return dropped
 }
 
+// at returns the i-th oldest entry.
+func (c *ctrlQueue) at(i int) *ctrlPkt { return &c.buf[(c.head+i)&(len(c.buf)-1)] }
+
 // add queues a zero entry and returns it, reporting whether an older
 // entry had to be dropped.
 func (c *ctrlQueue) add() (e *ctrlPkt, dropped bool) {
-	if c.size == ctrlQueueLen {
+	switch {
+	case c.size == ctrlQueueLen:
 		victim := 0
 		for i := range c.size {
-			if !c.buf[(c.head+i)%ctrlQueueLen].probe {
+			if !c.at(i).probe {
 				victim = i
 				break
 			}
 		}
 		for i := victim; i > 0; i-- {
-			c.buf[(c.head+i)%ctrlQueueLen] = c.buf[(c.head+i-1)%ctrlQueueLen]
+			*c.at(i) = *c.at(i - 1)
 		}
-		c.head = (c.head + 1) % ctrlQueueLen
+		c.head = (c.head + 1) & (len(c.buf) - 1)
 		c.size--
 		dropped = true
+	case c.size == len(c.buf):
+		buf := make([]ctrlPkt, max(ctrlQueueStart, 2*len(c.buf)))
+		for i := range c.size {
+			buf[i] = *c.at(i)
+		}
+		c.buf, c.head = buf, 0
 	}
-	e = &c.buf[(c.head+c.size)%ctrlQueueLen]
+	e = c.at(c.size)
 	*e = ctrlPkt{}
 	c.size++
 	return e, dropped
@@ -668,7 +692,7 @@ func (c *ctrlQueue) add() (e *ctrlPkt, dropped bool) {
 func (c *ctrlQueue) peek() *ctrlPkt { return &c.buf[c.head] }
 
 func (c *ctrlQueue) pop() {
-	c.head = (c.head + 1) % ctrlQueueLen
+	c.head = (c.head + 1) & (len(c.buf) - 1)
 	c.size--
 }
 
@@ -691,7 +715,7 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 // writeCtrl encodes control packet c on EV slot into buf.
 func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	e := q.ep
-	pk := &e.tx
+	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	pk.PayloadLen = 0
 	switch c.kind {
@@ -700,7 +724,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 		// In place, field by field (see setBTH).
 		sk := &pk.SACK
 		*sk = wire.SACK{}
-		sk.M, sk.PR, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.ackOff, wire.EV(c.ev)
+		sk.M, sk.PR, sk.Rtx, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.rtx, c.ackOff, wire.EV(c.ev)
 		sk.CackPSN, sk.MPR = uint32(c.psn), uint8(q.rx.win.Size()/128)
 		sk.SackOffset, sk.SackBitmap = c.sackOff, c.bitmap
 		sk.CC.TxTimestamp, sk.CC.OOOCount, sk.CC.RC = c.holdStamp(now), c.ooo, c.restore
@@ -722,7 +746,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 		a := q.rx.acks
 		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
 		if t := e.cfg.Tracer; t != nil {
-			t.Trace(&trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
+			e.trace(t, trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
 		}
 	}
 	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, c.kind)

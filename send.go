@@ -28,24 +28,33 @@ const (
 // noPSN ends the loss list; it is not a 24-bit value.
 const noPSN psn.PSN = 1 << 31
 
-// txPkt is what the requester remembers of one PSN in flight.
+// txPkt is what the requester remembers of one PSN in flight: 32 bytes,
+// since a QP keeps one for every PSN of its window (TestTxPktSize).
 type txPkt struct {
 	sentAt     mtime.Time
 	wqe        uint32     // low bits of the WQE's sequence number
 	seg        uint32     // packet index within the message
-	size       uint32     // payload bytes
 	prev, next psn.PSN    // loss list: in flight, oldest transmission first
+	size       uint16     // payload bytes (an MTU is at most 9000)
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
-	nak        uint8 // what a RoCE NAK said of it: nakNone, nakAccused, nakConfirming
+	// marks holds what RoCE NAKs said of the PSN (nakMask: nakNone,
+	// nakAccused, nakConfirming) and which earlier transmissions may
+	// still reach the peer (echoMask: echoFirst, echoRtx; rttsample.go).
+	marks uint8
+	// echoAge is how long before sentAt the latest of those left, in
+	// whole µs, saturating at 255: an age read short can only cost an RTT
+	// sample, never take a wrong one (txPkt.answers).
+	echoAge uint8
 }
 
-// What RoCE NAKs said of a PSN (onAETH).
+// What RoCE NAKs said of a PSN (onAETH), in txPkt.marks.
 const (
-	nakNone       uint8 = iota
-	nakAccused          // NAKed once; its retransmission is queued
-	nakConfirming       // NAKed, and retransmitted since: a NAK now is confirmed
+	nakNone       uint8 = 0
+	nakAccused    uint8 = 1 << 2 // NAKed once; its retransmission is queued
+	nakConfirming uint8 = 2 << 2 // NAKed, and retransmitted since: a NAK now is confirmed
+	nakMask             = 3 << 2
 )
 
 // wqe is a posted WRITE.
@@ -111,6 +120,10 @@ type sender struct {
 	// none yet; none arrives at time 0): a packet sent at or before it
 	// whose loss timer expires is a congestion loss (onTimer).
 	lastHopTrimAt mtime.Time
+	// A window below one packet is a rate: the next packet leaves at
+	// paceAt, set from the latest packet's send time and size (pace).
+	paceAt, pacedAt mtime.Time
+	pacedSize       uint16
 	// trimAt is when the latest trim NACK of either kind arrived (0: none
 	// yet): a packet sent at or before it met deep queues, and its loss
 	// timer stretches to the fabric's queueing bound (lossTimeoutOf).
@@ -138,6 +151,15 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		noTrim:       a.NoTrim,
 		confirm:      a.NoTrim || a.NoTrimNACKs,
 	}
+}
+
+// ringHint returns how many PSNs the ring is likely to need soon: those
+// posted, within the peer's window and the congestion window. Growing to
+// that at once, rather than doubling up to it, spares the garbage of the
+// smaller rings (on --preset big, 131,072 QPs send a 256-packet window
+// from the start).
+func (s *sender) ringHint(q *QP) int {
+	return min(s.postPSN.Sub(s.una), s.window, q.cc.Window()/q.ep.cfg.MTU+1)
 }
 
 // grow resizes the record ring to hold at least n PSNs.
@@ -214,9 +236,38 @@ func segSize(w *wqe, seg uint32, mtu int) uint32 {
 }
 
 // fits reports whether a packet of size bytes fits the congestion window.
-// One packet may always be in flight, so the window cannot deadlock.
+// One packet may always be in flight, so the window cannot deadlock; a
+// window below the packet's size spaces packets (pace).
 func (s *sender) fits(q *QP, size uint32) bool {
-	return s.inflight == 0 || s.inflight+int(size) <= q.cc.Window()
+	if s.inflight == 0 {
+		return q.now >= s.paceAt
+	}
+	return s.inflight+int(size) <= q.cc.Window()
+}
+
+// pace notes a packet of size bytes sent at now and, when the window is
+// below that size, when the next may leave: a window of w bytes is then a
+// rate of w per base RTT, so the next packet waits size/w base RTTs
+// (cc.Controller; docs/nscc.md, "Windows below one packet").
+func (s *sender) pace(q *QP, now mtime.Time, size uint16) {
+	s.pacedAt, s.pacedSize = now, size
+	s.repace(q)
+}
+
+// repace sets when the next packet may leave from the current window: a
+// window that changed since the latest packet left moves a pending wait.
+// The spacing is in base RTTs, not the smoothed RTT: a QP that sends a
+// packet every few round trips gets few samples, and the last may date
+// from queues long drained (with the smoothed RTT one sender of htsim's
+// 127→1 incast on a 3-tier fat tree waited 5 ms at its floor).
+func (s *sender) repace(q *QP) {
+	w := q.cc.Window()
+	if w >= int(s.pacedSize) || w <= 0 {
+		s.paceAt = 0
+		return
+	}
+	s.paceAt = s.pacedAt.Add(q.ep.cfg.BaseRTT * time.Duration(s.pacedSize) / time.Duration(w))
+	q.timerDirty = true
 }
 
 // newReady reports whether a new packet could go out now, ports aside.
@@ -250,7 +301,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 			s.rtxq.Push(p)
 			skipped++
 		default:
-			return s.fits(q, s.rec(p).size)
+			return s.fits(q, uint32(s.rec(p).size))
 		}
 	}
 	return false
@@ -259,11 +310,11 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 // sendNew writes the next new data packet on EV slot.
 func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	if s.nxt.Sub(s.una) >= len(s.ring) {
-		s.grow(max(s.nxt.Sub(s.una)+1, 16))
+		s.grow(max(s.nxt.Sub(s.una)+1, 16, s.ringHint(q)))
 	}
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
-	size := segSize(w, s.seg, q.ep.cfg.MTU)
+	size := uint16(segSize(w, s.seg, q.ep.cfg.MTU))
 	// In place, field by field (see setBTH).
 	r := s.rec(p)
 	*r = txPkt{}
@@ -283,6 +334,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	q.stats.DataSent++
 	q.stats.PayloadSent += uint64(size)
 	q.cc.OnSent(now, int(size), false)
+	s.pace(q, now, size)
 	q.tracePacket(now, trace.PacketSent, p, slot, size, "")
 	q.writeData(now, buf, p, false, tx)
 }
@@ -291,9 +343,10 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
 	p, _ := s.rtxq.Pop()
 	r := s.rec(p)
+	r.resent(now)
 	r.sentAt, r.slot, r.state = now, slot, pktInFlight
-	if r.nak == nakAccused {
-		r.nak = nakConfirming
+	if r.marks&nakMask == nakAccused {
+		r.marks = r.marks&^nakMask | nakConfirming
 	}
 	if r.rtx < 255 {
 		r.rtx++
@@ -304,6 +357,7 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	s.inflight += int(r.size)
 	q.stats.Retransmits++
 	q.cc.OnSent(now, int(r.size), true)
+	s.pace(q, now, r.size)
 	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
 	q.writeData(now, buf, p, true, tx)
 }
@@ -368,32 +422,36 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	case rtx:
 		dscp = e.cfg.DSCP.DataRetx
 	}
-	pk := &e.tx
-	q.address(pk, r.slot, dscp, wire.ECT0)
+	plane, ev := q.evs.Plane(r.slot), q.evs.Value(r.slot)
 	off := uint64(r.seg) * uint64(e.cfg.MTU)
+	// The headers come from the endpoint's template (wire.DataTemplate),
+	// filled in place, field by field (see setBTH).
+	f := &e.scratch.data
+	f.Src = e.ports[plane].addr
+	f.Dst = q.remote[plane]
+	if q.paths != nil && e.cfg.Encap != EncapPlain {
+		f.Via = q.paths(plane, wire.EV(ev))
+	}
+	f.TrafficClass, f.EV, f.Opcode = dscp<<2|uint8(wire.ECT0), wire.EV(ev), op
 	// Ask for an immediate SACK when this packet ends what we can send
 	// for now, so that the tail is not left to the SACK timer (UET
 	// AckRequest).
-	ackReq := rtx || last && s.wqeSend == s.wqeTail ||
-		q.cc.Window()-s.inflight < e.cfg.MTU
-	setBTH(&pk.BTH, op, q.remoteQPN, p, ackReq, rtx, e.cfg.Timestamps)
-	pk.METH = wire.METH{MSN: w.msn, RQMSN: w.rqmsn}
-	if e.cfg.Timestamps {
-		pk.TSETH = wire.TSETH{TxTimestamp: timestamp(now), FType: wire.TSETHFType}
-	}
-	pk.RETH = wire.RETH{VA: w.remoteVA + off, RKey: w.rkey, DMALen: uint32(w.length)}
-	pk.Imm = wire.ImmDt(w.imm)
-	pk.PayloadLen = int(r.size)
+	f.AckReq = rtx || last && s.wqeSend == s.wqeTail || q.cc.Window()-s.inflight < e.cfg.MTU
+	f.Rtx, f.DestQP, f.PSN = rtx, q.remoteQPN, uint32(p)
+	f.METH.MSN, f.METH.RQMSN, f.TxTimestamp = w.msn, w.rqmsn, timestamp(now)
+	f.RETH.VA, f.RETH.RKey, f.RETH.DMALen = w.remoteVA+off, w.rkey, uint32(w.length)
+	f.Imm, f.PayloadLen = wire.ImmDt(w.imm), int(r.size)
 	var payload []byte
 	if w.src != nil {
 		payload = w.src[off : off+uint64(r.size)]
 	}
-	n := len(wire.AppendPacket(buf[:0], pk, payload))
+	n := len(e.dataTpl.Append(buf[:0], f, payload))
 	kind := verbs.KindData
 	if rtx {
 		kind = verbs.KindRetransmit
 	}
-	e.describe(tx, q.evs.Plane(r.slot), n, pk.Len(), q.qpn, kind)
+	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, e.dataTpl.Len(op, int(r.size)), q.qpn, kind
+	tx.Dst, tx.EV, tx.TrafficClass = f.Dst, f.EV, f.TrafficClass
 }
 
 // timestamp is a 16-bit TSETH time in units of 128 ns (digest §3.2).
@@ -429,9 +487,13 @@ func (s *sender) unlinkLoss(p psn.PSN) {
 	r.prev, r.next = noPSN, noPSN
 }
 
-// requeue takes p out of flight and queues it for retransmission.
-func (s *sender) requeue(p psn.PSN) {
+// requeue takes p out of flight and queues it for retransmission. dead
+// says the copy in flight will never reach the peer: a NACK said so.
+func (s *sender) requeue(p psn.PSN, dead bool) {
 	r := s.rec(p)
+	if !dead {
+		r.mayEcho()
+	}
 	s.unlinkLoss(p)
 	s.inflight -= int(r.size)
 	r.state = pktLost
@@ -458,7 +520,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 func (q *QP) traceCwnd(now mtime.Time, before int) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		if w := q.cc.Window(); w != before {
-			t.Trace(&trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
+			q.ep.trace(t, trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}
 }

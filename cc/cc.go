@@ -16,7 +16,9 @@ import (
 // concurrent use.
 type Controller interface {
 	// Window returns the congestion window in bytes. The core sends a new
-	// packet only while inflight+size <= Window(). It is at least one MTU.
+	// packet only while inflight+size <= Window(), and always lets one
+	// packet go when none is in flight. A window below a packet's size is
+	// a rate: the core then spaces packets size × BaseRTT / Window() apart.
 	Window() int
 
 	// OnSent records that a packet carrying bytes was transmitted.

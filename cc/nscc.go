@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"math"
 	"time"
 
 	"github.com/openmrc/mrc/mtime"
@@ -32,7 +33,8 @@ type NSCC struct {
 
 	// Parameters, resolved once from cfg (negative "means zero" fields
 	// already mapped to zero).
-	minCwnd      float64
+	minCwnd      float64 // one packet's window: UET's floor
+	pacedFloor   float64 // the smallest window (MinPacedCwndBytes)
 	cfgMaxWnd    float64
 	alpha        float64 // proportional gain per nanosecond of headroom
 	fi           float64
@@ -41,7 +43,7 @@ type NSCC struct {
 	fastIncDelay time.Duration
 	qaGate       uint
 
-	cwnd     float64 // always within [minCwnd, maxWnd] between calls
+	cwnd     float64 // always within [pacedFloor, maxWnd] between calls
 	maxWnd   float64 // cfgMaxWnd scaled to the measured base RTT
 	baseRTT  time.Duration
 	avgDelay float64 // EWMA of the queueing delay, ns
@@ -51,6 +53,12 @@ type NSCC struct {
 	receivedBytes int     // acked since the last fulfill_adjustment
 	lastAdjust    mtime.Time
 	lastDecrease  mtime.Time
+
+	// A round is one base_rtt + target; roundCwnd is the window when the
+	// current one began. Below one packet, reductions take at most a set
+	// fraction of it per round (reductionFloor).
+	roundEnd  mtime.Time
+	roundCwnd float64
 
 	fiCount      int // bytes acked in a row at ~zero delay
 	increaseMode bool
@@ -108,6 +116,7 @@ func NewNSCC(cfg NSCCConfig, now mtime.Time) *NSCC {
 	n := &NSCC{
 		cfg:          cfg,
 		minCwnd:      float64(cfg.MinCwndBytes),
+		pacedFloor:   float64(cfg.MinCwndBytes),
 		cfgMaxWnd:    float64(cfg.MaxCwndBytes),
 		alpha:        cfg.Alpha() / float64(time.Second),
 		fi:           max(cfg.FIBytes, 0),
@@ -121,14 +130,18 @@ func NewNSCC(cfg NSCCConfig, now mtime.Time) *NSCC {
 		lastAdjust:   now,
 		lastDecrease: now,
 	}
+	if cfg.MinPacedCwndBytes >= 0 {
+		n.pacedFloor = float64(max(cfg.MinPacedCwndBytes, 1))
+	}
 	return n
 }
 
 // Config returns the configuration in use, with defaults filled in.
 func (n *NSCC) Config() NSCCConfig { return n.cfg }
 
-// Window returns the congestion window in bytes, within [MinCwndBytes,
-// max_cwnd].
+// Window returns the congestion window in bytes, within
+// [MinPacedCwndBytes, max_cwnd]: below MinCwndBytes it is a rate (the
+// core spaces packets).
 func (n *NSCC) Window() int { return int(n.cwnd) }
 
 // Stats returns a snapshot of the controller's state and counters.
@@ -163,7 +176,7 @@ func (n *NSCC) OnAck(now mtime.Time, a Ack) {
 	// The penalty is applied before the RTT check, as in the UET
 	// pseudocode: the responder's flow control does not depend on a
 	// usable sample.
-	rcvLimited := n.applyPenalty(a, nrb)
+	rcvLimited := n.applyPenalty(now, a, nrb)
 	if a.RTT <= 0 {
 		n.clamp()
 		return
@@ -223,7 +236,7 @@ func (n *NSCC) OnNack(now mtime.Time, k Nack) {
 	// A trimmed packet counts as ECN-marked so that trims of packets sent
 	// before a quick adapt fall in its ignore phase.
 	if !n.quickAdapt(now, true, true, 0) {
-		n.cwnd = max(n.cwnd-float64(pkt), n.minCwnd)
+		n.cwnd = max(n.cwnd-float64(pkt), n.reductionFloor(now, trimKeep))
 	}
 	n.clamp()
 }
@@ -240,7 +253,7 @@ func (n *NSCC) OnLoss(now mtime.Time, bytes int) {
 	n.inflight -= pkt
 	n.bytesIgnored += pkt
 	if !n.quickAdapt(now, true, false, 0) {
-		n.cwnd = max(n.cwnd-float64(pkt), n.minCwnd)
+		n.cwnd = max(n.cwnd-float64(pkt), n.reductionFloor(now, trimKeep))
 	}
 	n.clamp()
 }
@@ -265,7 +278,7 @@ func (n *NSCC) OnGone(_ mtime.Time, bytes int) {
 // episode, to the bytes in flight before that SACK (dropping unused window
 // of an application-limited sender), and then subtract pen × acked / 128
 // per SACK.
-func (n *NSCC) applyPenalty(a Ack, nrb int) bool {
+func (n *NSCC) applyPenalty(now mtime.Time, a Ack, nrb int) bool {
 	pen := int(a.RcvCwndPen)
 	if pen > 0 {
 		n.stats.PenalizedAcks++
@@ -276,7 +289,7 @@ func (n *NSCC) applyPenalty(a Ack, nrb int) bool {
 			n.penalized = true
 			n.cwnd = min(n.cwnd, float64(a.Inflight+nrb))
 		}
-		n.cwnd = max(n.minCwnd, n.cwnd-float64((pen*nrb)>>7))
+		n.cwnd = max(n.cwnd-float64((pen*nrb)>>7), n.reductionFloor(now, float64(128-pen)/128))
 		return true
 	}
 	n.penalized = false
@@ -308,7 +321,7 @@ func (n *NSCC) proportionalIncrease(nrb int, delay time.Duration) {
 	if delay < n.fastIncDelay {
 		n.fiCount += nrb
 		if n.fiCount > int(n.cwnd) || n.increaseMode {
-			n.cwnd = min(n.cwnd+float64(nrb)*n.fiScale, n.maxWnd)
+			n.cwnd = min(n.cwnd+float64(nrb)*n.fiScale, n.maxWnd, n.growthCap(n.cwnd))
 			n.increaseMode = true
 			n.stats.FastIncreases++
 			return
@@ -333,7 +346,7 @@ func (n *NSCC) multiplicativeDecrease(now mtime.Time) {
 		return
 	}
 	n.cwnd *= max(1-n.cfg.Gamma*(avg-target)/avg, n.cfg.MaxMDJump)
-	n.cwnd = max(n.cwnd, n.minCwnd)
+	n.cwnd = max(n.cwnd, n.pacedFloor)
 	n.lastDecrease = now
 	n.stats.MultiplicativeDecreases++
 }
@@ -341,11 +354,15 @@ func (n *NSCC) multiplicativeDecrease(now mtime.Time) {
 // fulfillAdjustment is UET fulfill_adjustment: apply the accumulated
 // increase (inc_bytes/cwnd) and, once per period, eta.
 func (n *NSCC) fulfillAdjustment(now mtime.Time) {
-	n.cwnd += n.incBytes / n.cwnd
+	w := n.cwnd
+	n.cwnd += n.incBytes / max(w, n.minCwnd)
 	if now.Sub(n.lastAdjust) >= n.cfg.AdjustPeriodThreshold {
 		n.lastAdjust = now
-		n.cwnd += n.eta
+		if !n.penalized {
+			n.cwnd += n.eta
+		}
 	}
+	n.cwnd = min(n.cwnd, n.growthCap(w))
 	n.clamp()
 	n.incBytes = 0
 	n.receivedBytes = 0
@@ -365,7 +382,7 @@ func (n *NSCC) quickAdapt(now mtime.Time, isLoss, ecn bool, delay time.Duration)
 		done = true
 		n.stats.ECNIgnored++
 	} else if now >= n.qaEnd || !n.qaArmed {
-		if n.qaArmed && (n.triggerQA || isLoss || delay > n.cfg.QAThreshold) &&
+		if n.qaArmed && n.cwnd >= n.minCwnd && (n.triggerQA || isLoss || delay > n.cfg.QAThreshold) &&
 			n.achievedBytes < int(n.maxWnd)>>n.qaGate {
 			// UET sets cwnd = max(achieved, MTU) outright; we never let
 			// quick adapt raise the window (htsim flags that case too).
@@ -389,7 +406,48 @@ func (n *NSCC) quickAdapt(now mtime.Time, isLoss, ecn bool, delay time.Duration)
 	return done
 }
 
-// clamp keeps the window within [minCwnd, maxWnd].
+// clamp keeps the window within [pacedFloor, maxWnd].
 func (n *NSCC) clamp() {
-	n.cwnd = min(max(n.cwnd, n.minCwnd), n.maxWnd)
+	n.cwnd = min(max(n.cwnd, n.pacedFloor), n.maxWnd)
+}
+
+// Windows below one packet (docs/nscc.md). UET's rules are written for
+// windows of many packets and stop at one: a trim or a loss subtracts the
+// packet, the responder's penalty subtracts pen × acked / 128, and an
+// increase adds inc_bytes / cwnd. Below one packet they continue as a
+// rate, each reduction bounded by a fraction of the window per round (a
+// round carries at most one packet there), each increase by what it is at
+// one packet and at most a doubling.
+
+// trimKeep is the least part of a window below two packets that trims and
+// losses leave in one round [ours]. At many packets a trim takes one
+// packet of many; below two it would take the whole window. Halving made
+// a paced QP's rate hinge on which of its few packets the last hop
+// happened to trim (an unlucky QP's spacing doubled with each, and the
+// incast's last flows waited on them); the responder's per-sender share
+// (rcvfc.go) does the steering, so a quarter per round suffices.
+const trimKeep = 0.75
+
+// reductionFloor is the least a reduction at now may leave: one packet,
+// UET's floor, or below it keep × the window the round began with, so
+// that a round's several signals cut once; never more than the window.
+func (n *NSCC) reductionFloor(now mtime.Time, keep float64) float64 {
+	if n.pacedFloor >= n.minCwnd {
+		return n.minCwnd
+	}
+	if now >= n.roundEnd {
+		n.roundCwnd = n.cwnd
+		n.roundEnd = now.Add(n.baseRTT + n.cfg.TargetDelay)
+	}
+	return min(n.cwnd, n.minCwnd, n.roundCwnd*keep)
+}
+
+// growthCap is the most an increase may take a window w to: twice w
+// below one packet (a paced window's increase, computed as at one packet,
+// would otherwise multiply it many times over), no limit above.
+func (n *NSCC) growthCap(w float64) float64 {
+	if w < n.minCwnd {
+		return 2 * w
+	}
+	return math.Inf(1)
 }

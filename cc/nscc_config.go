@@ -69,9 +69,23 @@ type NSCCConfig struct {
 	// profile; ours, for tests and for cores that want a gentler start.
 	InitialCwndBytes int
 
-	// MinCwndBytes is the smallest window. Default: MTU [U-impl]. Not part
-	// of the MRC profile; it must be at least MTU.
+	// MinCwndBytes is one packet's window: UET's reductions stop there,
+	// and below it the window continues as a rate (MinPacedCwndBytes).
+	// Default: MTU [U-impl]. Not part of the MRC profile; it must be at
+	// least MTU.
 	MinCwndBytes int
+
+	// MinPacedCwndBytes is the smallest window. Below MinCwndBytes a window
+	// is a rate: the core keeps one packet in flight and spaces packets
+	// size × BaseRTT / window apart (cc.Controller), so an incast of more
+	// senders than the receiver's path and queue hold packets need not be
+	// trimmed on every round trip (docs/nscc.md, "Windows below one
+	// packet"). The floor bounds that spacing to MinCwndBytes /
+	// MinPacedCwndBytes round trips. Default MinCwndBytes/16 [ours]: 16
+	// round trips; with 1.5 BDP of last-hop queue it leaves room for 16 ×
+	// 2.5 BDP/MTU senders (1,440 at 100 Gb/s × 12 µs) before the floor
+	// binds. Negative: no window below MinCwndBytes, UET's floor.
+	MinPacedCwndBytes int
 
 	// Gamma is gamma, the gain of multiplicative decrease: cwnd *= 1 −
 	// gamma × (avg_delay − target)/avg_delay. Default 0.8 [U-impl], in (0, 1].
@@ -201,6 +215,9 @@ func (c NSCCConfig) WithDefaults() NSCCConfig {
 	if c.MinCwndBytes == 0 {
 		c.MinCwndBytes = c.MTU
 	}
+	if c.MinPacedCwndBytes == 0 {
+		c.MinPacedCwndBytes = c.MinCwndBytes / 16
+	}
 	if c.Gamma == 0 {
 		c.Gamma = defaultNSCCGamma
 	}
@@ -261,6 +278,8 @@ func (c NSCCConfig) Validate() error {
 		return bad("TargetDelay must be positive, got %v", c.TargetDelay)
 	case c.MinCwndBytes < c.MTU:
 		return bad("MinCwndBytes %d is below the MTU %d", c.MinCwndBytes, c.MTU)
+	case c.MinPacedCwndBytes > c.MinCwndBytes:
+		return bad("MinPacedCwndBytes %d is above MinCwndBytes %d", c.MinPacedCwndBytes, c.MinCwndBytes)
 	case c.MaxCwndBytes < c.MinCwndBytes:
 		return bad("MaxCwndBytes %d is below MinCwndBytes %d", c.MaxCwndBytes, c.MinCwndBytes)
 	case c.InitialCwndBytes < c.MinCwndBytes || c.InitialCwndBytes > c.MaxCwndBytes:

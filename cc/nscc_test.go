@@ -68,6 +68,7 @@ func TestNSCCDefaults(t *testing.T) {
 		MaxCwndBytes:          225000,
 		InitialCwndBytes:      225000,
 		MinCwndBytes:          tMTU,
+		MinPacedCwndBytes:     tMTU / 16,
 		Gamma:                 0.8,
 		MaxMDJump:             0.5,
 		FIBytes:               15000,
@@ -192,11 +193,13 @@ func TestNSCCECNLowDelayNoChange(t *testing.T) {
 }
 
 // ECN with delay ≥ target: multiplicative decrease from the average delay,
-// at most once per base RTT (12 µs), floored at max_md_jump and at MTU.
-// DelayEWMA 1 makes the average the last sample.
+// at most once per base RTT (12 µs), floored at max_md_jump and at MTU
+// (UET's floor, with windows below one packet turned off; with them, at
+// MinPacedCwndBytes). DelayEWMA 1 makes the average the last sample.
 func TestNSCCMultiplicativeDecrease(t *testing.T) {
 	c := quietConfig()
 	c.DelayEWMA = 1
+	c.MinPacedCwndBytes = -1
 	n := NewNSCC(c, 0)
 
 	// Within one base RTT of creation: suppressed.
@@ -225,6 +228,16 @@ func TestNSCCMultiplicativeDecrease(t *testing.T) {
 	if got := n.Stats().MultiplicativeDecreases; got != 12 {
 		t.Errorf("MultiplicativeDecreases = %d, want 12", got)
 	}
+
+	// Below one packet the same halvings go on to the paced floor:
+	// 18000 → … → 2250 → 1125 → 562.5 → 281.25 → 187.
+	c.MinPacedCwndBytes = 0
+	n = NewNSCC(c, 0)
+	n.OnAck(at(13), ack(us(90), true))
+	for i := range 10 {
+		n.OnAck(at(40+13*float64(i)), ack(us(90), true))
+	}
+	wantWindow(t, n, tMTU/16)
 }
 
 // The decrease uses the EWMA, not the packet's delay: one 18 µs sample

@@ -680,7 +680,7 @@ func tsethOf(t *wire.TSETH) *TSETH {
 
 func sackOf(s *wire.SACK) *SACK {
 	out := &SACK{Type: int(s.Type), NextHdr: int(s.NextHdr), M: int(s.M), MName: s.M.String(), Resv1: int(s.Resv1),
-		PR: s.PR, AckPSNOffset: int(s.AckPSNOffset), AckPSN: int(s.AckPSN()), Entropy: evOf(uint32(s.Entropy)),
+		PR: s.PR, Rtx: s.Rtx, AckPSNOffset: int(s.AckPSNOffset), AckPSN: int(s.AckPSN()), Entropy: evOf(uint32(s.Entropy)),
 		SPDCID: int(s.SPDCID), DPDCID: int(s.DPDCID), Resv12: int(s.Resv12), CackPSN: int(s.CackPSN),
 		CCType: int(s.CCType), CCFlags: int(s.CCFlags), MPR: int(s.MPR), SackOffset: int(s.SackOffset),
 		SackBase: int(s.Base()), SackBitmap: fmt.Sprintf("0x%016x", s.SackBitmap), Sacked: [][2]int{},

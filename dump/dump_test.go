@@ -84,10 +84,11 @@ func edgeCases(t testing.TB) []edgeCase {
 	ph.PayloadLen = 4096
 	phPkt := wire.AppendPacket(nil, &ph, nil)
 
-	// A SACK, CE-marked, M=SKIP_ONCE, probe response, with a bitmap.
+	// A SACK, CE-marked, M=SKIP_ONCE, probe response and rtx flags, with
+	// a bitmap.
 	sk := base(wire.OpSACK, 0xC0013001, 0)
 	sk.IP.TrafficClass = 46<<2 | 3
-	sk.SACK = wire.SACK{M: wire.SackSkipOnce, PR: true, AckPSNOffset: 3, Entropy: 0xC0001002, CackPSN: 4,
+	sk.SACK = wire.SACK{M: wire.SackSkipOnce, PR: true, Rtx: true, AckPSNOffset: 3, Entropy: 0xC0001002, CackPSN: 4,
 		MPR: 8, SackOffset: 1, SackBitmap: 0x8000000000000076,
 		CC: wire.CCState{TxTimestamp: 0x1234, OOOCount: 5, RC: true, RcvCwndPen: 64, RcvdBytes: 300}}
 	sackPkt := wire.AppendPacket(nil, &sk, nil)
@@ -211,7 +212,7 @@ func edgeCases(t testing.TB) []edgeCase {
 		{name: "sack", dgram: sackPkt, check: func(t *testing.T, f *Frame) {
 			s := f.SACK
 			want := [][2]int{{6, 7}, {9, 11}, {68, 68}}
-			if s.CackPSN != 4 || s.SackBase != 5 || s.MName != "SKIP_ONCE" || !s.PR || s.AckPSN != 7 || s.MPR != 8 ||
+			if s.CackPSN != 4 || s.SackBase != 5 || s.MName != "SKIP_ONCE" || !s.PR || !s.Rtx || s.AckPSN != 7 || s.MPR != 8 ||
 				s.SackBitmap != "0x8000000000000076" || len(s.Sacked) != 3 || s.Sacked[0] != want[0] || s.Sacked[1] != want[1] || s.Sacked[2] != want[2] {
 				t.Errorf("sack %+v", s)
 			}

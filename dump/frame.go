@@ -184,6 +184,7 @@ type SACK struct {
 	MName        string   `json:"m_name"` // NONE, SKIP_ONCE, ALWAYS_SKIP
 	Resv1        int      `json:"resv1"`
 	PR           bool     `json:"pr"`
+	Rtx          bool     `json:"rtx"` // the trigger was a retransmission (ours: docs/wire.md)
 	AckPSNOffset int      `json:"ack_psn_offset"`
 	AckPSN       int      `json:"ack_psn"` // cack_psn + ack_psn_offset
 	Entropy      *EV      `json:"entropy"` // the reflected EV

@@ -47,6 +47,9 @@ func summary(f *Frame) string {
 		if f.SACK.PR {
 			s.WriteString(" pr")
 		}
+		if f.SACK.Rtx {
+			s.WriteString(" rtx")
+		}
 		fmt.Fprintf(&s, " for ev %s", evText(f.SACK.Entropy))
 	case f.NACK != nil:
 		fmt.Fprintf(&s, " %s psn %d", f.NACK.ReasonName, f.NACK.NackPSN)
@@ -223,8 +226,8 @@ func WriteText(w io.Writer, f *Frame, brief bool) error {
 		line("aeth", "syndrome 0x%02x (%s) msn %d", a.Syndrome, a.SyndromeName, a.MSN)
 	}
 	if s := f.SACK; s != nil {
-		line("seth", "type %d next_hdr %d m %d (%s) resv1 0x%02x pr %d ack_psn_offset %d (psn %d)",
-			s.Type, s.NextHdr, s.M, s.MName, s.Resv1, onoff(s.PR), s.AckPSNOffset, s.AckPSN)
+		line("seth", "type %d next_hdr %d m %d (%s) resv1 0x%02x pr %d rtx %d ack_psn_offset %d (psn %d)",
+			s.Type, s.NextHdr, s.M, s.MName, s.Resv1, onoff(s.PR), onoff(s.Rtx), s.AckPSNOffset, s.AckPSN)
 		line("", "entropy %s spdcid %d dpdcid %d resv12 %d cack_psn %d cc_type %d cc_fl %d mpr %d (%d psns)",
 			evText(s.Entropy), s.SPDCID, s.DPDCID, s.Resv12, s.CackPSN, s.CCType, s.CCFlags, s.MPR, s.MPR*128)
 		line("", "sack_offset %d (base %d) bitmap %s sacked %s", s.SackOffset, s.SackBase, s.SackBitmap, Ranges(s.Sacked))

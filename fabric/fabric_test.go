@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 // needNetns skips the test where namespaces cannot be built.
-func needNetns(t *testing.T) {
+func needNetns(t testing.TB) {
 	t.Helper()
 	if err := Available(); err != nil {
 		t.Skipf("skipping: %v", err)
@@ -53,7 +53,7 @@ func needNetns(t *testing.T) {
 }
 
 // build builds a fabric that Cleanup removes, and checks that it did.
-func build(t *testing.T, cfg Config) *Fabric {
+func build(t testing.TB, cfg Config) *Fabric {
 	t.Helper()
 	needNetns(t)
 	cfg.Logf = t.Logf
@@ -109,7 +109,7 @@ type perfResult struct {
 // perf runs `mrc perf` across the fabric from host 0 to host 1 (native
 // framing) with extra client flags, calls during() while it runs, and
 // returns the client's result.
-func perf(t *testing.T, f *Fabric, during func(), client ...string) perfResult {
+func perf(t testing.TB, f *Fabric, during func(), client ...string) perfResult {
 	t.Helper()
 	enc := f.cfg.Encap
 	portList := func(h int) string {

@@ -63,6 +63,7 @@ func runTCP(ctx context.Context, cfg ClientConfig, conn *net.TCPConn, lc *lineCo
 	}
 	res := &Result{Config: cfg}
 	start := time.Now()
+	res.StartUnix = start.UnixNano()
 	lastProgress := start
 	for k := int64(0); ; k++ {
 		if cfg.Bytes > 0 && res.Bytes >= cfg.Bytes || cfg.Duration > 0 && time.Now().After(end) {

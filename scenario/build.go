@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmrc/mrc/mptcp"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/sim/htsim"
@@ -612,25 +613,73 @@ func namesWhere(keep func(sim.Transport) bool) []string {
 // runs package tcp.
 func (s *Scenario) tcpTransport(key, base string, t sim.Transport, p *TCPParams) (sim.Transport, error) {
 	if t.TCP == nil {
-		return t, s.errorf(key, "%s does not run TCP (tcp applies to %s)", base, strings.Join(namesWhere(func(t sim.Transport) bool { return t.TCP != nil }), ", "))
+		hint := ""
+		if t.MPTCP != nil {
+			hint = "; give mptcp's TCP parameters in its mptcp: block"
+		}
+		return t, s.errorf(key, "%s does not run TCP (tcp applies to %s%s)", base, strings.Join(namesWhere(func(t sim.Transport) bool { return t.TCP != nil }), ", "), hint)
 	}
+	cfg := *t.TCP
+	if err := s.applyTCP(key, p, &cfg); err != nil {
+		return t, err
+	}
+	if err := tcp.Check(cfg); err != nil {
+		return t, s.errorf(key, "%v", err)
+	}
+	nt := sim.TCP(t.Name, cfg.Variant, cfg)
+	nt.Trim, nt.Lossless, nt.ECNLastHop, nt.ECNK = t.Trim, t.Lossless, t.ECNLastHop, t.ECNK
+	return nt, nil
+}
+
+// mptcpTransport applies a variant's mptcp: block to t, a transport that
+// runs package mptcp.
+func (s *Scenario) mptcpTransport(key, base string, t sim.Transport, p *MPTCPParams) (sim.Transport, error) {
+	if t.MPTCP == nil {
+		return t, s.errorf(key, "%s does not run MPTCP (mptcp applies to %s)", base, strings.Join(namesWhere(func(t sim.Transport) bool { return t.MPTCP != nil }), ", "))
+	}
+	cfg := *t.MPTCP
+	if p.Subflows < 0 {
+		return t, s.errorf(key+".subflows", "%d: want a positive number", p.Subflows)
+	}
+	if p.Subflows != 0 {
+		cfg.Subflows = p.Subflows
+	}
+	if p.CC != "" {
+		cc, ok := mptcp.ParseCC(p.CC)
+		if !ok {
+			return t, s.errorf(key+".cc", "unknown congestion control %q (want %s)", p.CC, strings.Join(mptcp.CCNames, ", "))
+		}
+		cfg.CC = cc
+	}
+	if err := s.applyTCP(key, &p.TCPParams, &cfg.TCP); err != nil {
+		return t, err
+	}
+	if err := mptcp.Check(cfg); err != nil {
+		return t, s.errorf(key, "%v", err)
+	}
+	nt := sim.MPTCP(t.Name, cfg)
+	nt.Trim, nt.Lossless, nt.ECNLastHop, nt.ECNK = t.Trim, t.Lossless, t.ECNLastHop, t.ECNK
+	return nt, nil
+}
+
+// applyTCP sets the TCP parameters of p (keys under key) in cfg.
+func (s *Scenario) applyTCP(key string, p *TCPParams, cfg *tcp.Config) error {
 	for _, c := range []struct {
 		k string
 		v int
 	}{{"init_cwnd", p.InitCwnd}, {"dupthresh", p.DupThresh}, {"mss", p.MSS}} {
 		if c.v < 0 {
-			return t, s.errorf(key+"."+c.k, "%d: want a positive number", c.v)
+			return s.errorf(key+"."+c.k, "%d: want a positive number", c.v)
 		}
 	}
 	for _, c := range []struct {
 		k string
 		v Duration
-	}{{"min_rto", p.MinRTO}, {"max_rto", p.MaxRTO}, {"initial_rto", p.InitialRTO}} {
+	}{{"min_rto", p.MinRTO}, {"max_rto", p.MaxRTO}, {"initial_rto", p.InitialRTO}, {"delack", p.DelAck}} {
 		if c.v < 0 {
-			return t, s.errorf(key+"."+c.k, "%v: want a positive duration", c.v.D())
+			return s.errorf(key+"."+c.k, "%v: want a positive duration", c.v.D())
 		}
 	}
-	cfg := *t.TCP
 	if p.MinRTO != 0 {
 		cfg.MinRTO = p.MinRTO.D()
 	}
@@ -652,12 +701,13 @@ func (s *Scenario) tcpTransport(key, base string, t sim.Transport, p *TCPParams)
 	if p.RACK != nil {
 		cfg.DisableRACK = !*p.RACK
 	}
-	if err := tcp.Check(cfg); err != nil {
-		return t, s.errorf(key, "%v", err)
+	if p.DelayedACK != nil {
+		cfg.DisableDelayedACK = !*p.DelayedACK
 	}
-	nt := sim.TCP(t.Name, cfg.Variant, cfg)
-	nt.Trim, nt.Lossless, nt.ECNLastHop, nt.ECNK = t.Trim, t.Lossless, t.ECNLastHop, t.ECNK
-	return nt, nil
+	if p.DelAck != 0 {
+		cfg.DelAck = p.DelAck.D()
+	}
+	return nil
 }
 
 // buildTransports resolves the scenario's transports, or the names
@@ -804,6 +854,12 @@ func (s *Scenario) transport(i int, spec Transport) (sim.Transport, error) {
 	if spec.IB != nil {
 		var err error
 		if t, err = s.ibTransport(key+".ib", base, t, spec.IB); err != nil {
+			return sim.Transport{}, err
+		}
+	}
+	if spec.MPTCP != nil {
+		var err error
+		if t, err = s.mptcpTransport(key+".mptcp", base, t, spec.MPTCP); err != nil {
 			return sim.Transport{}, err
 		}
 	}

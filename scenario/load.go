@@ -210,13 +210,21 @@ func check(n *yaml.Node, t reflect.Type, at string) error {
 		}
 		fields := map[string]reflect.StructField{}
 		var names []string
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if tag := strings.Split(f.Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" && f.IsExported() {
-				fields[tag] = f
-				names = append(names, tag)
+		var add func(t reflect.Type)
+		add = func(t reflect.Type) {
+			for i := range t.NumField() {
+				f := t.Field(i)
+				tag := strings.Split(f.Tag.Get("yaml"), ",")
+				switch {
+				case f.Anonymous && slices.Contains(tag[1:], "inline"):
+					add(f.Type) // its keys are the struct's own
+				case tag[0] != "" && tag[0] != "-" && f.IsExported():
+					fields[tag[0]] = f
+					names = append(names, tag[0])
+				}
 			}
 		}
+		add(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			f, ok := fields[k.Value]

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc/ib"
+	"github.com/openmrc/mrc/mptcp"
 	"github.com/openmrc/mrc/sim"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/tcp"
@@ -100,9 +101,10 @@ func TestDocExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the documented example does not build: %v", err)
 	}
-	if len(p.Runs) != 4 || p.Runs[1].Transport.Name != "mrc-32ev" || p.Runs[1].Transport.EV.ActivePerPlane != 32 ||
+	if len(p.Runs) != 5 || p.Runs[1].Transport.Name != "mrc-32ev" || p.Runs[1].Transport.EV.ActivePerPlane != 32 ||
 		p.Runs[2].Transport.Name != "dctcp-1ms" || p.Runs[2].Transport.TCP.MinRTO != time.Millisecond ||
-		p.Runs[3].Transport.Name != "ib-ar-cc" || p.Runs[3].Transport.IB.CC != ib.CCCCA {
+		p.Runs[3].Transport.Name != "mptcp-olia" || p.Runs[3].Transport.MPTCP.CC != mptcp.OLIA || p.Runs[3].Transport.MPTCP.TCP.MinRTO != time.Millisecond ||
+		p.Runs[4].Transport.Name != "ib-ar-cc" || p.Runs[4].Transport.IB.CC != ib.CCCCA {
 		t.Errorf("transports: %d runs", len(p.Runs))
 		for _, r := range p.Runs {
 			t.Errorf("%+v", r.Transport)
@@ -202,9 +204,11 @@ func TestBuildErrors(t *testing.T) {
 		{small + "transports:\n  - {name: x, base: tcp, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: tcp does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp)`},
 		{small + "transports:\n  - {name: x, base: mrc, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: mrc does not run TCP (tcp applies to tcp, dctcp)`},
 		{small + "transports:\n  - {name: x, base: dctcp, tcp: {min_rto: 5s}}\n", `transports[0].tcp: RTO bounds: min 5s, initial 1s`},
+		{small + "transports:\n  - {name: x, base: tcp, tcp: {delack: 1s}}\n", `x.yaml:4: transports[0].tcp: delayed-ACK timeout 1s, want (0, 500ms] (RFC 5681 §4.2)`},
+		{small + "transports:\n  - {name: x, base: mptcp, mptcp: {delack: -1ms}}\n", `x.yaml:4: transports[0].mptcp.delack: "-1ms": a duration cannot be negative`},
 		{small + "transports:\n  - {name: x, base: tcp, tcp: {init_cwnd: -1}}\n", `transports[0].tcp.init_cwnd: -1: want a positive number`},
 		{small + "transports:\n  - {name: x, base: tcp, tcp: {min_rot: 1ms}}\n", `unknown key "min_rot" in transports[0].tcp (did you mean "min_rto"?)`},
-		{small + "transports: [tcp, dctcpp]\n", `x.yaml:3: transports[1]: unknown transport "dctcpp" (built-in: mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp, roce, roce-pfc, tcp, dctcp, ib, ib-ar)`},
+		{small + "transports: [tcp, dctcpp]\n", `x.yaml:3: transports[1]: unknown transport "dctcpp" (built-in: mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp, roce, roce-pfc, tcp, dctcp, mptcp, ib, ib-ar)`},
 		{small + "transports:\n  - {name: x, base: ib, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: ib does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp)`},
 		{small + "transports:\n  - {name: x, base: mrc, ib: {cc: fecn}}\n", `x.yaml:4: transports[0].ib: mrc does not run InfiniBand (ib applies to ib, ib-ar)`},
 		{small + "transports:\n  - {name: x, base: ib, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: ib does not run TCP (tcp applies to tcp, dctcp)`},
@@ -215,6 +219,14 @@ func TestBuildErrors(t *testing.T) {
 		{small + "transports:\n  - {name: x, base: ib, ib: {buffer: 1KiB}}\n", `transports[0].ib.buffer: 1024 bytes holds no packet of the 4096-byte MTU`},
 		{small + "transports:\n  - {name: x, base: ib, ib: {timeot: 8}}\n", `unknown key "timeot" in transports[0].ib (did you mean "timeout"?)`},
 		{small + "transports:\n  - {name: x, base: ib-ar, lossless: true}\n", `transports[0].lossless: ib-ar's links are lossless by their credits: trimming and PFC do not apply`},
+		{small + "transports:\n  - {name: x, base: mptcp, ev: {active_per_plane: 4}}\n", `x.yaml:4: transports[0].ev: mptcp does not run the MRC core: it has no EVs (ev applies to mrc, oblivious, uec, mrc-1ev-ecmp, mrc-ecmp)`},
+		{small + "transports:\n  - {name: x, base: mptcp, tcp: {min_rto: 1ms}}\n", `x.yaml:4: transports[0].tcp: mptcp does not run TCP (tcp applies to tcp, dctcp; give mptcp's TCP parameters in its mptcp: block)`},
+		{small + "transports:\n  - {name: x, base: tcp, mptcp: {subflows: 4}}\n", `x.yaml:4: transports[0].mptcp: tcp does not run MPTCP (mptcp applies to mptcp)`},
+		{small + "transports:\n  - {name: x, base: mptcp, mptcp: {cc: cubic}}\n", `x.yaml:4: transports[0].mptcp.cc: unknown congestion control "cubic" (want lia, olia, uncoupled)`},
+		{small + "transports:\n  - {name: x, base: mptcp, mptcp: {subflows: 100}}\n", `x.yaml:4: transports[0].mptcp: subflows 100, want 1..64`},
+		{small + "transports:\n  - {name: x, base: mptcp, mptcp: {min_rot: 1ms}}\n", `unknown key "min_rot" in transports[0].mptcp (did you mean "min_rto"?)`},
+		{small + "transports:\n  - {name: x, base: mptcp, mptcp: {init_cwnd: -2}}\n", `transports[0].mptcp.init_cwnd: -2: want a positive number`},
+		{small + "transports:\n  - {name: x, base: mptcp, fabric: srv6}\n", `transports[0].fabric: srv6 needs a transport that runs the MRC core`},
 		{small + "transports:\n  - {name: x, base: roce, fabric: srv6}\n", `transports[0].fabric: srv6 needs a transport that runs the MRC core`},
 		{small + "transports: [mrc, mrc]\n", `two transports are called "mrc"`},
 		{"topology: {hosts: 16, t0_down: 4, t0_up: 2}\nworkload: {kind: incast, size: 1MiB, senders: 16}\n", `x.yaml:2: workload.senders: 16: want 1..15`},
@@ -465,7 +477,7 @@ func TestIBParams(t *testing.T) {
 // runs with, keeping the base's variant and switch features, and
 // queues.ecn_k the switches' threshold.
 func TestTCPParams(t *testing.T) {
-	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4, rack: false}}\n  - tcp\n")
+	s, err := parse(t, small+"queues: {ecn_k: 30KiB}\ntransports:\n  - {name: d1, base: dctcp, tcp: {min_rto: 1ms, init_cwnd: 4, rack: false, delayed_ack: false, delack: 4ms}}\n  - tcp\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,13 +487,36 @@ func TestTCPParams(t *testing.T) {
 	}
 	d, nr := p.Runs[0], p.Runs[1]
 	if c := d.Transport.TCP; d.Transport.Name != "d1" || c == nil || c.MinRTO != time.Millisecond || c.InitCwnd != 4 || c.Variant != tcp.DCTCP || !c.DisableRACK ||
+		!c.DisableDelayedACK || c.DelAck != 4*time.Millisecond ||
 		!d.Transport.ECNK || !d.Transport.ECNLastHop {
 		t.Errorf("d1: %+v, TCP %+v", d.Transport, d.Transport.TCP)
 	}
-	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || c.DisableRACK || nr.Transport.ECNK {
+	if c := nr.Transport.TCP; c == nil || c.MinRTO != 0 || c.Variant != tcp.NewReno || c.DisableRACK || c.DisableDelayedACK || c.DelAck != 0 || nr.Transport.ECNK {
 		t.Errorf("tcp: %+v, TCP %+v", nr.Transport, c)
 	}
 	if d.Queue.ECNK != 30<<10 {
 		t.Errorf("queue ECN K %d, want 30 KiB", d.Queue.ECNK)
+	}
+}
+
+// TestMPTCPParams: a variant's mptcp: block reaches the MPTCP
+// configuration, its TCP keys the subflows', and the built-in keeps the
+// defaults.
+func TestMPTCPParams(t *testing.T) {
+	s, err := parse(t, small+"transports:\n  - {name: m4, base: mptcp, mptcp: {subflows: 4, cc: uncoupled, min_rto: 1ms, rack: false, delack: 4ms}}\n  - mptcp\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m4, def := p.Runs[0].Transport, p.Runs[1].Transport
+	if c := m4.MPTCP; m4.Name != "m4" || c == nil || c.Subflows != 4 || c.CC != mptcp.Uncoupled || c.TCP.MinRTO != time.Millisecond || !c.TCP.DisableRACK ||
+		c.TCP.DelAck != 4*time.Millisecond || c.TCP.DisableDelayedACK {
+		t.Errorf("m4: %+v, MPTCP %+v", m4, c)
+	}
+	if c := def.MPTCP; c == nil || c.Subflows != 0 || c.CC != mptcp.LIA || c.TCP.MinRTO != 0 || def.TCP != nil {
+		t.Errorf("mptcp: %+v, MPTCP %+v", def, c)
 	}
 }

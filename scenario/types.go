@@ -94,6 +94,8 @@ type Transport struct {
 	TCP *TCPParams `yaml:"tcp"`
 	// IB overrides the InfiniBand parameters (ib and ib-ar).
 	IB *IBParams `yaml:"ib"`
+	// MPTCP overrides the MPTCP parameters (mptcp).
+	MPTCP *MPTCPParams `yaml:"mptcp"`
 
 	line int
 }
@@ -128,6 +130,17 @@ type TCPParams struct {
 	DupThresh  int      `yaml:"dupthresh"`
 	MSS        int      `yaml:"mss"`
 	RACK       *bool    `yaml:"rack"`
+	DelayedACK *bool    `yaml:"delayed_ack"`
+	DelAck     Duration `yaml:"delack"`
+}
+
+// MPTCPParams are mptcp.Config's parameters in YAML: the number of
+// subflows, the congestion control (lia, olia or uncoupled) and the
+// subflows' TCP parameters; zero fields keep the base's (docs/mptcp.md).
+type MPTCPParams struct {
+	Subflows  int    `yaml:"subflows"`
+	CC        string `yaml:"cc"`
+	TCPParams `yaml:",inline"`
 }
 
 // EVProfile is mrc.EVProfile in YAML; zero fields keep the base's.

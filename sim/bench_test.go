@@ -140,7 +140,7 @@ func BenchmarkEngineEvent(b *testing.B) {
 // firstSwitchPacket builds a world and runs it until the first packet
 // reaches a switch; it returns the world, that packet's bytes and wire
 // length, and the switch and port it reaches.
-func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl int32, si int32, in int) {
+func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl uint16, si int32, in int) {
 	tp, err := topo.Clos2(topo.Clos2Config{Hosts: 64, Planes: 1, T0Down: 8, T0Up: 8})
 	if err != nil {
 		b.Fatal(err)
@@ -160,8 +160,8 @@ func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl int32, si int32, 
 		}
 		for dl := range w.rx {
 			if h := w.rx[dl].head; h != nilPkt && w.lk[dl].to >= hosts {
-				p := w.shards[0].pkt(h)
-				return w, append([]byte(nil), p.data[:p.n]...), p.wl, w.lk[dl].to - hosts, int(w.lk[dl].toPort)
+				p, hdr := w.shards[0].pkt(h)
+				return w, append([]byte(nil), hdr[:p.n]...), p.wl, w.lk[dl].to - hosts, int(w.lk[dl].toPort)
 			}
 		}
 	}
@@ -187,13 +187,13 @@ func BenchmarkSwitchHop(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		s.now += 1 << calBits // one calendar bucket later each time
-		h, ok := s.alloc()
+		h, ok := s.alloc(len(pkt))
 		if !ok {
 			b.Fatal(s.err)
 		}
-		p := s.pkt(h)
-		p.n, p.wl = uint16(copy(p.data[:], pkt)), wl
-		s.switchRecv(si, in, h, p)
+		p, hdr := s.pkt(h)
+		p.n, p.wl = uint8(copy(hdr, pkt)), wl
+		s.switchRecv(si, in, h, p, hdr)
 		// The packet is now in the pipe of the egress link: take its
 		// arrival event and deliver it, but stop short of the next node.
 		if s.queue.advance(never) == nil {

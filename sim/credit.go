@@ -133,11 +133,11 @@ func (s *shard) creditBack(dl int32, vl, wl int) {
 	s.push(at, evCredit, uint32(vl)<<23|n, dl)
 }
 
-// creditBackPkt is creditBack for a packet that arrived over dl and went
-// no further, whose lane its DSCP gives.
-func (s *shard) creditBackPkt(dl int32, p *packet) {
+// creditBackPkt is creditBack for packet p, with headers hdr[:p.n], that
+// arrived over dl and went no further, whose lane its DSCP gives.
+func (s *shard) creditBackPkt(dl int32, p *packet, hdr []byte) {
 	if s.w.cfg.Transport.Credits {
-		s.creditBack(dl, vswitch.DefaultDSCP.VL(p.data[:p.n]), int(p.wl))
+		s.creditBack(dl, vswitch.DefaultDSCP.VL(hdr[:p.n]), int(p.wl))
 	}
 }
 

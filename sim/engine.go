@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 
 	"github.com/openmrc/mrc/mtime"
 )
@@ -110,74 +112,142 @@ func (q *evHeap) pop() event {
 
 // pktCap is the most header bytes a simulated packet carries: payloads
 // are phantom, so this covers the largest header stack (an SRv6-
-// encapsulated SACK or endpoint response is 140 bytes).
-const pktCap = 144
+// encapsulated SACK or endpoint response is 140 bytes). smallCap is what
+// a data packet's headers take (SRv6-encapsulated MRC WRITE: 120 bytes):
+// the packets in flight are mostly those, so they are kept in slots of
+// their own, 24 bytes smaller.
+const (
+	pktCap   = 144
+	smallCap = 120
+)
 
-// packet is a simulated packet: its place in a link's pipe, its headers,
-// its length on the wire and who sent it (for counting traffic into
-// failures per QP). The pipe link comes first, beside the lengths and the
-// first header bytes: delivering the head of a pipe reads the next
-// packet's handle and arrival time from the cache line the far node reads
-// next, and no other packet's memory.
+// packet is a simulated packet's record: its place in a link's pipe, its
+// lengths and who sent it (for counting traffic into failures per QP).
+// Its header bytes follow it in its slot (smallSlot, largeSlot): the
+// pipe link comes first, beside the lengths and the first header bytes,
+// so delivering the head of a pipe reads the next packet's handle and
+// arrival time from the cache line the far node reads next, and no
+// other packet's memory.
 type packet struct {
 	nextAt Time   // when next reaches the far end of the link
 	next   uint32 // the next packet in the link's pipe, or nilPkt
 	qpn    uint32 // the QP at src that sent it
 	src    int32  // the sending host
-	wl     int32  // IP datagram length (payload included)
-	n      uint16
-	data   [pktCap]byte
+	wl     uint16 // IP datagram length (payload included)
+	n      uint8  // header bytes
 }
 
+// The two sizes of packet slot.
+type (
+	smallSlot struct {
+		packet
+		data [smallCap]byte
+	}
+	largeSlot struct {
+		packet
+		data [pktCap]byte
+	}
+)
+
 // Packet handles are global: the partition whose pool holds the packet
-// (top bits) and its index there. A packet that crosses to another
-// partition moves by handle; the receiver hands it back to its owner's
-// free list between windows.
+// (top bits), its slot size (largeBit) and its index among the slots of
+// that size. A packet that crosses to another partition moves by handle;
+// the receiver hands it back to its owner's free list between windows.
 const (
-	chunkBits = 12
+	chunkBits = 10
 	chunkSize = 1 << chunkBits
+	leafBits  = 8 // chunks per leaf of a pool's directory: 1<<leafBits
 	idxBits   = 26
 	idxMask   = 1<<idxBits - 1
-	maxChunks = 1 << (idxBits - chunkBits)
+	largeBit  = 1 << (idxBits - 1)
+	slotMask  = largeBit - 1
+	maxChunks = largeBit >> chunkBits
 	maxShards = 1 << (32 - idxBits)
 	nilPkt    = ^uint32(0)
 )
 
-// chunk is a block of packets that never moves once allocated.
-type chunk struct {
-	pkts [chunkSize]packet
+// slots hands out slots of one size by index, from chunks that never
+// move once allocated, and recycles them. The chunks hang off a two-level
+// directory allocated as it grows: a partition that never sends holds
+// none, a small run one chunk of 1,024. Other partitions read the slots
+// of packets they were handed; a directory entry is written once, before
+// any packet it leads to is handed out, and never moves, so that is safe
+// between barriers.
+type slots[S any] struct {
+	dir  [maxChunks >> leafBits]*[1 << leafBits]*[chunkSize]S
+	used uint32 // slots handed out so far
+	free []uint32
 }
 
-// pool hands out packets and recycles them. Other partitions read the
-// chunks of packets they were handed; the chunk table never grows (it is
-// allocated whole), so that is safe between barriers.
-type pool struct {
-	id     uint32
-	chunks []*chunk // maxChunks entries
-	used   int      // slots handed out so far
-	free   []uint32
+func (p *slots[S]) at(i uint32) *S {
+	c := i >> chunkBits
+	return &p.dir[c>>leafBits][c&(1<<leafBits-1)][i&(chunkSize-1)]
 }
 
-func newPool(id int) *pool {
-	return &pool{id: uint32(id), chunks: make([]*chunk, maxChunks)}
-}
-
-func (p *pool) alloc() (uint32, bool) {
+func (p *slots[S]) alloc() (uint32, bool) {
 	if n := len(p.free); n > 0 {
-		h := p.free[n-1]
+		i := p.free[n-1]
 		p.free = p.free[:n-1]
-		return h, true
+		return i, true
 	}
 	if p.used == maxChunks*chunkSize {
-		return nilPkt, false
+		return 0, false
 	}
 	c := p.used >> chunkBits
-	if p.chunks[c] == nil {
-		p.chunks[c] = new(chunk)
+	leaf := p.dir[c>>leafBits]
+	if leaf == nil {
+		leaf = new([1 << leafBits]*[chunkSize]S)
+		p.dir[c>>leafBits] = leaf
 	}
-	h := p.id<<idxBits | uint32(p.used)
+	if leaf[c&(1<<leafBits-1)] == nil {
+		leaf[c&(1<<leafBits-1)] = new([chunkSize]S)
+	}
 	p.used++
-	return h, true
+	return p.used - 1, true
+}
+
+// pool is a partition's packets: slots of two sizes.
+type pool struct {
+	id    uint32
+	small slots[smallSlot]
+	large slots[largeSlot]
+}
+
+func newPool(id int) *pool { return &pool{id: uint32(id)} }
+
+// at returns the packet with index i (a handle's low idxBits) and its
+// header room.
+func (p *pool) at(i uint32) (*packet, []byte) {
+	if i&largeBit != 0 {
+		s := p.large.at(i & slotMask)
+		return &s.packet, s.data[:]
+	}
+	s := p.small.at(i)
+	return &s.packet, s.data[:]
+}
+
+// alloc hands out a packet with room for n header bytes.
+func (p *pool) alloc(n int) (uint32, bool) {
+	var i uint32
+	var ok bool
+	if n <= smallCap {
+		i, ok = p.small.alloc()
+	} else if i, ok = p.large.alloc(); ok {
+		i |= largeBit
+	}
+	if !ok {
+		return nilPkt, false
+	}
+	return p.id<<idxBits | i, true
+}
+
+// put takes back packet h, one of the pool's.
+func (p *pool) put(h uint32) {
+	if i := h & idxMask; i&largeBit != 0 {
+		p.large.free = push(p.large.free, i&slotMask)
+	} else {
+		p.small.free = push(p.small.free, i)
+	}
 }
 
 // xmsg carries a packet (by handle), a PFC frame or a credit return
@@ -199,29 +269,42 @@ const (
 )
 
 // calendar is the event queue of a partition: a ring of buckets of
-// 2^calBits picoseconds covering the next calSize buckets, each sorted by
-// (time, sequence) when the clock reaches it, and a heap for events
-// beyond the ring. Events cluster a few microseconds ahead of now
+// 2^calBits picoseconds covering the next calSize buckets, and a heap for
+// events beyond the ring. Events cluster a few microseconds ahead of now
 // (serialisation and propagation), so most pushes are an append and most
-// pops read memory in order. A bitmap of the slots holding events lets
-// the clock jump over empty buckets: a quiet stretch (an incast's idle
-// links) costs a few word tests, not a visit to every bucket.
+// pops read memory in order. A bucket is a chain of fixed blocks of
+// events in push order, from a pool the whole ring shares: its memory
+// follows the events pending, however they crowd into buckets (a large
+// fabric puts thousands in one 4 ns bucket, an incast one or none). When
+// the clock reaches a bucket, its events move to one array, sorted by
+// (time, sequence), from which they are consumed; an event pushed into
+// that bucket meanwhile is inserted in order. A bitmap of the slots
+// holding events lets the clock jump over empty buckets: a quiet stretch
+// (an incast's idle links) costs a few word tests, not a visit to every
+// bucket.
 type calendar struct {
-	buckets [][]event // calSize rings of events
-	head    []int32   // consumed prefix of each sorted bucket
-	sorted  []bool
-	busy    [calSize / 64]uint64 // slot i holds events (consumed or not): bit i
-	cur     int64                // lowest bucket that may hold events
-	n       int                  // events in the ring
-	far     evHeap
+	first, last []int32              // each slot's chain of blocks, or noBlock
+	busy        [calSize / 64]uint64 // slot i holds events (consumed or not): bit i
+	cur         int64                // lowest bucket that may hold events
+	n           int                  // events in the ring
+	far         evHeap
+	blocks      blockPool
+
+	// The bucket cur once the clock reached it (loaded): its events
+	// sorted, the first head of them consumed.
+	loaded bool
+	now    []event
+	head   int
 }
 
 const (
-	calBits  = 12 // 4.1 ns buckets
-	calSize  = 1 << 11
-	calMask  = calSize - 1
-	calKeep  = 32 // events a bucket keeps room for once consumed
-	calStart = 4  // events each bucket has room for at first
+	calBits = 12 // 4.1 ns buckets
+	calSize = 1 << 11
+	calMask = calSize - 1
+	// calSortMin is the bucket size from which a bucket is sorted by
+	// pdqsort rather than by insertion: a bucket filled at a large
+	// fabric's rate holds thousands of events in no particular order.
+	calSortMin = 48
 )
 
 // bucketOf returns the bucket number holding time t.
@@ -231,12 +314,9 @@ func bucketOf(t Time) int64 { return int64(t >> calBits) }
 func bucketStart(b int64) Time { return Time(b) << calBits }
 
 func newCalendar() *calendar {
-	c := &calendar{buckets: make([][]event, calSize), head: make([]int32, calSize), sorted: make([]bool, calSize)}
-	// Room for calStart events per bucket from one allocation; buckets
-	// that outgrow it allocate their own.
-	slab := make([]event, calSize*calStart)
-	for i := range c.buckets {
-		c.buckets[i] = slab[i*calStart : i*calStart : (i+1)*calStart]
+	c := &calendar{first: make([]int32, calSize), last: make([]int32, calSize)}
+	for i := range c.first {
+		c.first[i], c.last[i] = noBlock, noBlock
 	}
 	return c
 }
@@ -253,19 +333,52 @@ func (c *calendar) push(e event) {
 	i := b & calMask
 	c.n++
 	c.busy[i>>6] |= 1 << (i & 63)
-	if !c.sorted[i] {
-		c.buckets[i] = append(c.buckets[i], e)
+	if c.loaded && b == c.cur {
+		// The bucket is being consumed: insert in order after its head.
+		c.now = push(c.now, event{})
+		j := len(c.now) - 1
+		for j > c.head && e.before(&c.now[j-1]) {
+			c.now[j] = c.now[j-1]
+			j--
+		}
+		c.now[j] = e
 		return
 	}
-	// The bucket is being consumed: insert in order after its head.
-	bk := append(c.buckets[i], event{})
-	j := len(bk) - 1
-	for j > int(c.head[i]) && e.before(&bk[j-1]) {
-		bk[j] = bk[j-1]
-		j--
+	l := c.last[i]
+	if l == noBlock || c.blocks.at(l).n == blockLen {
+		nb := c.blocks.alloc()
+		if l == noBlock {
+			c.first[i] = nb
+		} else {
+			c.blocks.at(l).next = nb
+		}
+		c.last[i], l = nb, nb
 	}
-	bk[j] = e
-	c.buckets[i] = bk
+	bl := c.blocks.at(l)
+	bl.ev[bl.n] = e
+	bl.n++
+}
+
+// load moves the events of slot i, the bucket cur, into now, sorted, and
+// frees its blocks.
+func (c *calendar) load(i int64) {
+	n := 0
+	for b := c.first[i]; b != noBlock; b = c.blocks.at(b).next {
+		n += int(c.blocks.at(b).n)
+	}
+	if cap(c.now) < n {
+		c.now = make([]event, 0, max(n, 2*cap(c.now)))
+	}
+	c.now, c.head, c.loaded = c.now[:0], 0, true
+	for b := c.first[i]; b != noBlock; {
+		bl := c.blocks.at(b)
+		c.now = append(c.now, bl.ev[:bl.n]...)
+		next := bl.next
+		c.blocks.release(b)
+		b = next
+	}
+	c.first[i], c.last[i] = noBlock, noBlock
+	sortEvents(c.now)
 }
 
 // advance moves cur to the first bucket holding events, but not to a
@@ -282,26 +395,20 @@ func (c *calendar) advance(limit Time) *event {
 			if bucketStart(fb) >= limit {
 				return nil
 			}
-			c.cur = max(c.cur, fb)
+			c.leave(max(c.cur, fb))
 			c.migrate()
 			continue
 		}
 		i := c.cur & calMask
-		bk := c.buckets[i]
-		if int(c.head[i]) < len(bk) {
-			if !c.sorted[i] {
-				sortEvents(bk)
-				c.sorted[i] = true
-			}
-			return &bk[c.head[i]]
+		if !c.loaded && c.first[i] != noBlock {
+			c.load(i)
+		}
+		if c.loaded && c.head < len(c.now) {
+			return &c.now[c.head]
 		}
 		if bucketStart(c.cur+1) > limit {
 			return nil
 		}
-		if cap(bk) > calKeep {
-			bk = nil // a burst: let it go rather than hold it for ever
-		}
-		c.buckets[i], c.head[i], c.sorted[i] = bk[:0], 0, false
 		c.busy[i>>6] &^= 1 << (i & 63)
 		// Jump to the next bucket holding events, but not past the last
 		// bucket starting at or before limit. Far events all lie beyond
@@ -310,8 +417,15 @@ func (c *calendar) advance(limit Time) *event {
 		if next < 0 {
 			next = c.cur + 1 // cannot happen: the ring holds c.n > 0 events
 		}
-		c.cur = min(next, bucketOf(limit))
+		c.leave(min(next, bucketOf(limit)))
 		c.migrate()
+	}
+}
+
+// leave moves the clock from bucket cur, consumed, to bucket b.
+func (c *calendar) leave(b int64) {
+	if b != c.cur {
+		c.cur, c.loaded = b, false
 	}
 }
 
@@ -341,9 +455,8 @@ func (c *calendar) migrate() {
 
 // pop removes the event advance returned.
 func (c *calendar) pop() event {
-	i := c.cur & calMask
-	e := c.buckets[i][c.head[i]]
-	c.head[i]++
+	e := c.now[c.head]
+	c.head++
 	c.n--
 	return e
 }
@@ -358,22 +471,97 @@ func (c *calendar) min() Time {
 		return t
 	}
 	for b := c.nextBusy(c.cur); b >= 0; b = c.nextBusy(b + 1) {
-		i := b & calMask
-		bk := c.buckets[i]
-		if int(c.head[i]) >= len(bk) {
+		if b == c.cur && c.loaded {
+			if c.head < len(c.now) {
+				return min(t, c.now[c.head].at)
+			}
 			continue
 		}
-		for j := int(c.head[i]); j < len(bk); j++ {
-			t = min(t, bk[j].at)
+		i := b & calMask
+		if c.first[i] == noBlock {
+			continue
+		}
+		for k := c.first[i]; k != noBlock; k = c.blocks.at(k).next {
+			bl := c.blocks.at(k)
+			for j := range bl.n {
+				t = min(t, bl.ev[j].at)
+			}
 		}
 		return t
 	}
 	return t
 }
 
-// sortEvents sorts a bucket by (time, sequence): insertion sort, since
-// buckets are small and mostly in order.
+// blockLen is the events in one block of a bucket's chain.
+const blockLen = 16
+
+// noBlock ends a chain of blocks.
+const noBlock int32 = -1
+
+// block is a link of a bucket's chain of events.
+type block struct {
+	ev   [blockLen]event
+	n    int32 // events held
+	next int32 // the next block of the chain, or noBlock
+}
+
+// blockPool hands out blocks by index from chunks that never move, and
+// takes them back for reuse.
+type blockPool struct {
+	chunks [][]block
+	used   int32 // blocks handed out so far
+	free   []int32
+}
+
+const blockChunk = 64 // blocks per chunk
+
+func (p *blockPool) at(i int32) *block { return &p.chunks[i/blockChunk][i%blockChunk] }
+
+func (p *blockPool) alloc() int32 {
+	var i int32
+	if n := len(p.free); n > 0 {
+		i = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		if int(p.used/blockChunk) == len(p.chunks) {
+			p.chunks = append(p.chunks, make([]block, blockChunk))
+		}
+		i = p.used
+		p.used++
+	}
+	b := p.at(i)
+	b.n, b.next = 0, noBlock
+	return i
+}
+
+func (p *blockPool) release(i int32) { p.free = push(p.free, i) }
+
+// push appends v to s, doubling s's capacity when it is full. append
+// grows a large slice by about a quarter at a time, which leaves about
+// four times its final size as garbage; the simulator's buffers and free
+// lists grow to millions of entries while the heap is at its peak.
+func push[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		ns := make([]T, len(s), max(2*cap(s), 16))
+		copy(ns, s)
+		s = ns
+	}
+	return append(s, v)
+}
+
+// sortEvents sorts a bucket by (time, sequence): insertion sort for a
+// small bucket, mostly in order, and pdqsort for a large one. No two
+// events share a sequence number, so either gives the one order.
 func sortEvents(bk []event) {
+	if len(bk) >= calSortMin {
+		slices.SortFunc(bk, func(a, b event) int {
+			if c := cmp.Compare(a.at, b.at); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+		return
+	}
 	for i := 1; i < len(bk); i++ {
 		e := bk[i]
 		j := i

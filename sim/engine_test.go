@@ -3,13 +3,70 @@ package sim
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
+
+// TestRecordSizes guards the records a large run holds millions of: the
+// packets in flight (about 160 per host on --preset big, nearly all of
+// them data packets, in small slots) and the directed links (32 per
+// host).
+func TestRecordSizes(t *testing.T) {
+	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 144 || m != 168 {
+		t.Errorf("packet slots take %d and %d bytes, want 144 and 168", n, m)
+	}
+	if n := unsafe.Sizeof(linkInfo{}); n != 32 {
+		t.Errorf("a link's description takes %d bytes, want 32", n)
+	}
+}
+
+// TestPoolSizes: a pool hands out slots with room for the headers asked
+// for, never the same slot twice while it is in use, and reuses the
+// slots it is given back.
+func TestPoolSizes(t *testing.T) {
+	p := newPool(3)
+	seen := map[uint32]bool{}
+	var hs []uint32
+	for i := range 5000 {
+		n := []int{40, smallCap, smallCap + 1, pktCap}[i%4]
+		h, ok := p.alloc(n)
+		if !ok || seen[h] || h>>idxBits != 3 {
+			t.Fatalf("alloc %d: handle %#x ok %v (seen %v)", i, h, ok, seen[h])
+		}
+		seen[h] = true
+		pk, hdr := p.at(h & idxMask)
+		if len(hdr) < n {
+			t.Fatalf("alloc(%d): %d bytes of room", n, len(hdr))
+		}
+		pk.n = uint8(i)
+		hdr[n-1] = byte(i)
+		hs = append(hs, h)
+	}
+	for i, h := range hs { // nothing overwrote another packet
+		pk, hdr := p.at(h & idxMask)
+		if n := []int{40, smallCap, smallCap + 1, pktCap}[i%4]; pk.n != uint8(i) || hdr[n-1] != byte(i) {
+			t.Fatalf("packet %d changed: n %d, last header byte %d", i, pk.n, hdr[n-1])
+		}
+	}
+	for _, h := range hs {
+		p.put(h)
+	}
+	used := p.small.used + p.large.used
+	for i := range 5000 {
+		if h, _ := p.alloc([]int{40, pktCap}[i%2]); !seen[h] {
+			t.Fatalf("alloc after put: new handle %#x", h)
+		}
+	}
+	if p.small.used+p.large.used != used {
+		t.Fatal("the pool grew instead of reusing its slots")
+	}
+}
 
 // The calendar hands out events in (time, sequence) order, never one
 // at or after a window's end, and min is the earliest pending event's
 // time, whatever the mix of ties, sparse stretches (its jumps over empty
-// buckets) and far events (its heap): checked against a plain list over
-// many seeds.
+// buckets), far events (its heap) and bursts into one bucket (its chains
+// of blocks and large buckets' sort): checked against a plain list over
+// many seeds. Drained, it holds no block.
 func TestCalendarOrder(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -43,6 +100,15 @@ func TestCalendarOrder(t *testing.T) {
 			}
 			return m
 		}
+		// burst pushes up to 300 events into one bucket, in no order;
+		// a few per seed.
+		bursts := 4
+		burst := func(now Time) {
+			b := now + Time(rng.Int64N(calSize<<calBits))
+			for range rng.IntN(300) {
+				push(b + Time(rng.Int64N(1<<calBits)))
+			}
+		}
 		for range 1 + rng.IntN(50) {
 			push(delay())
 		}
@@ -64,6 +130,10 @@ func TestCalendarOrder(t *testing.T) {
 				for range rng.IntN(3) {
 					push(now + delay())
 				}
+				if bursts > 0 && rng.IntN(40) == 0 {
+					bursts--
+					burst(now)
+				}
 			}
 			if m := refMin(); m >= 0 && ref[m].at < end {
 				t.Fatalf("seed %d: window ending %d left %+v", seed, end, ref[m])
@@ -79,6 +149,13 @@ func TestCalendarOrder(t *testing.T) {
 			if got := c.min(); got != want {
 				t.Fatalf("seed %d: min %d, want %d", seed, got, want)
 			}
+		}
+		// Drained, the calendar holds no block.
+		for c.advance(never) != nil {
+			c.pop()
+		}
+		if held := int(c.blocks.used) - len(c.blocks.free); held != 0 || c.n != 0 {
+			t.Fatalf("seed %d: drained, the calendar holds %d blocks and counts %d events", seed, held, c.n)
 		}
 	}
 }

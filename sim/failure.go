@@ -49,7 +49,6 @@ type linkEvent struct {
 func (w *World) scheduleFailures() error {
 	t := w.t
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, 0xfa11))
-	w.linkEvents = make([][]linkEvent, len(t.Links))
 	for i, f := range w.cfg.Failures {
 		name := fmt.Sprintf("failures[%d] (%s %q)", i, f.Kind, f.Element)
 		at, until := mtime.PicosOf(f.At), mtime.PicosOf(f.Until)
@@ -196,8 +195,19 @@ func cmpTime(a, b Time) int {
 	return 0
 }
 
+// linkChanges returns link l's state changes in time order.
+func (w *World) linkChanges(l int) []linkEvent {
+	if w.linkEvents == nil {
+		return nil
+	}
+	return w.linkEvents[l]
+}
+
 func (w *World) addLinkActions(l int, at, until Time, fi int32) {
 	w.actions = append(w.actions, action{at: at, op: aLinkDown, link: int32(l), fail: fi})
+	if w.linkEvents == nil {
+		w.linkEvents = make([][]linkEvent, len(w.t.Links))
+	}
 	w.linkEvents[l] = append(w.linkEvents[l], linkEvent{at, false})
 	if until > 0 {
 		w.actions = append(w.actions, action{at: until, op: aLinkUp, link: int32(l), fail: fi})
@@ -208,7 +218,7 @@ func (w *World) addLinkActions(l int, at, until Time, fi int32) {
 // linkUpAt reports whether link l was up at time at.
 func (w *World) linkUpAt(l int, at Time) bool {
 	up := true
-	for _, e := range w.linkEvents[l] {
+	for _, e := range w.linkChanges(l) {
 		if e.at > at {
 			break
 		}
@@ -487,7 +497,7 @@ func (w *World) downThrough(l int, from, to Time) bool {
 	if w.linkUpAt(l, from) {
 		return false
 	}
-	for _, e := range w.linkEvents[l] {
+	for _, e := range w.linkChanges(l) {
 		if e.at > to {
 			break
 		}

@@ -9,12 +9,13 @@ import (
 	"github.com/openmrc/mrc/wire"
 )
 
-// hit counts packet p as traffic taken by failure record f now: a data
+// hit counts packet p, with header room hdr, as traffic taken by failure
+// record f now: a data
 // packet (also per flow) or a QP's control packet (ACK, SACK, NACK,
 // CNP). Probes and endpoint requests are not traffic: MRC probes a
 // retired path on purpose.
-func (s *shard) hit(f int32, p *packet) {
-	switch trafficClass(p.data[:p.n]) {
+func (s *shard) hit(f int32, p *packet, hdr []byte) {
+	switch trafficClass(hdr[:p.n]) {
 	case classData:
 		s.failHits[f]++
 		s.failLast[f] = s.now

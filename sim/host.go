@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"
@@ -12,17 +13,17 @@ import (
 	"github.com/openmrc/mrc/wire"
 )
 
-func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet) {
+func (s *shard) hostRecv(hi int32, port int, h uint32, p *packet, hdr []byte) {
 	w := s.w
-	if p.wl > int32(p.n)+w.trailer {
-		s.planeRx[port] += uint64(p.wl - int32(p.n) - w.trailer)
+	if wl := int32(p.wl); wl > int32(p.n)+w.trailer {
+		s.planeRx[port] += uint64(wl - int32(p.n) - w.trailer)
 	}
 	if w.hostTaps != nil {
-		s.tapHost(hi, port, false, 0, p.data[:p.n], int(p.wl))
+		s.tapHost(hi, port, false, 0, hdr[:p.n], int(p.wl))
 	}
 	hs := &w.hosts[hi]
-	hs.nic.HandleDatagram(ns(s.now), port, p.data[:p.n], int(p.wl))
-	s.creditBackPkt(w.hostOut(hi, port)^1, p)
+	hs.nic.HandleDatagram(ns(s.now), port, hdr[:p.n], int(p.wl))
+	s.creditBackPkt(w.hostOut(hi, port)^1, p, hdr)
 	s.release(h)
 	s.afterHost(hi)
 }
@@ -50,23 +51,23 @@ func (s *shard) pump(hi int32) {
 		if !ok {
 			return
 		}
-		if tx.Len > pktCap || tx.Len < wire.IPv6Len || tx.Port < 0 || tx.Port >= planes || free&(1<<tx.Port) == 0 {
+		if tx.Len > pktCap || tx.Len < wire.IPv6Len || tx.WireLen > math.MaxUint16 || tx.Port < 0 || tx.Port >= planes || free&(1<<tx.Port) == 0 {
 			s.err = fmt.Errorf("sim: host %d's NIC returned a transmit the simulator cannot carry: %+v (free %#x, header room %d)",
 				hi, tx, free, pktCap)
 			return
 		}
-		h, ok := s.alloc()
+		h, ok := s.alloc(tx.Len)
 		if !ok {
 			return
 		}
-		p := s.pkt(h)
-		copy(p.data[:tx.Len], s.scratch[:tx.Len])
-		p.n, p.wl = uint16(tx.Len), int32(tx.WireLen)
+		p, hdr := s.pkt(h)
+		copy(hdr[:tx.Len], s.scratch[:tx.Len])
+		p.n, p.wl = uint8(tx.Len), uint16(tx.WireLen)
 		p.src, p.qpn = hi, tx.QPN
 		if w.hostTaps != nil {
-			s.tapHost(hi, tx.Port, true, tx.QPN, p.data[:p.n], int(p.wl))
+			s.tapHost(hi, tx.Port, true, tx.QPN, hdr[:p.n], int(p.wl))
 		}
-		w.spendHostCredit(hi, tx.Port, p.data[:p.n], tx.WireLen)
+		w.spendHostCredit(hi, tx.Port, hdr[:p.n], tx.WireLen)
 		dl := w.hostOut(hi, tx.Port)
 		wl := tx.WireLen + w.overhead
 		ser := vswitch.SerializationPs(wl, w.lk[dl].rate)

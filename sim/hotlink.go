@@ -47,7 +47,7 @@ func (s *shard) hotEnqueue(port int, p *packet, v vswitch.Verdict) {
 // hotDequeue counts packet h's wait at switch port port against its
 // connection; the caller has checked it waited longer than queuedAt.
 func (s *shard) hotDequeue(port int, h uint32, waited Time) {
-	p := s.pkt(h)
+	p, _ := s.pkt(h)
 	conn, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]
 	if !ok {
 		return

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -27,20 +26,6 @@ func dropped(r *Result) uint64 {
 		n += d
 	}
 	return n
-}
-
-// runWorld runs c and returns the world too, for its switches.
-func runWorld(t testing.TB, c Config) (*World, *Result) {
-	t.Helper()
-	w, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := w.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w, r
 }
 
 // TestIBIncastIsLossless: 32 senders into one host over a lossless

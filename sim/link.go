@@ -7,14 +7,15 @@ import "github.com/openmrc/mrc/vswitch"
 
 // enpipe appends packet h to the pipe of directed link dl, arriving at at.
 func (s *shard) enpipe(dl int32, h uint32, at Time) {
-	s.pkt(h).next = nilPkt
+	p, _ := s.pkt(h)
+	p.next = nilPkt
 	r := &s.w.rx[dl]
 	if r.tail == nilPkt {
 		r.head, r.tail, r.headAt = h, h, at
 		s.push(at, evArrive, 0, dl)
 		return
 	}
-	t := s.pkt(r.tail)
+	t, _ := s.pkt(r.tail)
 	t.next, t.nextAt = h, at
 	r.tail = h
 }
@@ -26,7 +27,7 @@ func (s *shard) send(dl int32, h uint32, at Time) {
 		s.enpipe(dl, h, at)
 		return
 	}
-	s.out[info.recvShard] = append(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
+	s.out[info.recvShard] = push(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
 }
 
 // arrive delivers the head of dl's pipe to its far node.
@@ -34,7 +35,7 @@ func (s *shard) arrive(dl int32) {
 	w := s.w
 	r := &w.rx[dl]
 	h := r.head
-	p := s.pkt(h)
+	p, hdr := s.pkt(h)
 	r.head = p.next
 	if r.head == nilPkt {
 		r.tail = nilPkt
@@ -44,20 +45,20 @@ func (s *shard) arrive(dl int32) {
 	}
 	if !r.up {
 		if r.fail >= 0 {
-			s.hit(r.fail, p)
+			s.hit(r.fail, p, hdr)
 		}
 		s.linkDrops[vswitch.DropLinkDown]++
-		s.creditBackPkt(dl, p)
+		s.creditBackPkt(dl, p, hdr)
 		s.release(h)
 		return
 	}
 	if r.loss > 0 {
 		if r.lossFail >= 0 {
-			s.hit(r.lossFail, p)
+			s.hit(r.lossFail, p, hdr)
 		}
 		if s.rng.Float64() < r.loss {
 			s.linkDrops[vswitch.DropLossy]++
-			s.creditBackPkt(dl, p)
+			s.creditBackPkt(dl, p, hdr)
 			s.release(h)
 			return
 		}
@@ -65,9 +66,9 @@ func (s *shard) arrive(dl int32) {
 	info := &w.lk[dl]
 	hosts := int32(w.t.Hosts)
 	if info.to < hosts {
-		s.hostRecv(info.to, int(info.toPort), h, p)
+		s.hostRecv(info.to, int(info.toPort), h, p, hdr)
 	} else {
-		s.switchRecv(info.to-hosts, int(info.toPort), h, p)
+		s.switchRecv(info.to-hosts, int(info.toPort), h, p, hdr)
 	}
 }
 

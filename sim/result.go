@@ -256,9 +256,8 @@ func (w *World) arriving(dl int32, now Time) (*packet, float64) {
 		return nil, 0
 	}
 	h := r.head
-	c := w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]
-	p := &c.pkts[h&(chunkSize-1)]
-	payload := p.wl - int32(p.n) - wire.ICRCLen
+	p, _ := w.pools[h>>idxBits].at(h & idxMask)
+	payload := int32(p.wl) - int32(p.n) - wire.ICRCLen
 	ser := vswitch.SerializationPs(int(p.wl)+w.overhead, w.lk[dl].rate)
 	start := r.headAt - ser
 	if payload <= 0 || ser <= 0 || now <= start {

@@ -130,7 +130,9 @@ func (s *shard) ingest() {
 		}
 		src.out[s.id] = msgs[:0]
 		if f := src.remoteFree[s.id]; len(f) > 0 {
-			s.pool.free = append(s.pool.free, f...)
+			for _, h := range f {
+				s.pool.put(h)
+			}
 			src.remoteFree[s.id] = f[:0]
 		}
 	}
@@ -147,17 +149,18 @@ func (s *shard) inbound() int {
 	return n
 }
 
-// pkt returns packet h, wherever its pool is.
-func (s *shard) pkt(h uint32) *packet {
-	c := s.w.pools[h>>idxBits].chunks[(h&idxMask)>>chunkBits]
-	return &c.pkts[h&(chunkSize-1)]
+// pkt returns packet h, wherever its pool is, and its header room: its
+// headers are hdr[:p.n].
+func (s *shard) pkt(h uint32) (p *packet, hdr []byte) {
+	return s.w.pools[h>>idxBits].at(h & idxMask)
 }
 
-// alloc takes a packet from this partition's pool.
-func (s *shard) alloc() (uint32, bool) {
-	h, ok := s.pool.alloc()
+// alloc takes a packet with room for n header bytes from this
+// partition's pool.
+func (s *shard) alloc(n int) (uint32, bool) {
+	h, ok := s.pool.alloc(n)
 	if !ok {
-		s.err = fmt.Errorf("sim: partition %d holds more than %d packets", s.id, maxChunks*chunkSize)
+		s.err = fmt.Errorf("sim: partition %d holds more than %d packets of a size", s.id, maxChunks*chunkSize)
 	}
 	return h, ok
 }
@@ -166,8 +169,8 @@ func (s *shard) alloc() (uint32, bool) {
 // its owner takes back at the end of the window.
 func (s *shard) release(h uint32) {
 	if o := h >> idxBits; o == s.pool.id {
-		s.pool.free = append(s.pool.free, h)
+		s.pool.put(h)
 	} else {
-		s.remoteFree[o] = append(s.remoteFree[o], h)
+		s.remoteFree[o] = push(s.remoteFree[o], h)
 	}
 }

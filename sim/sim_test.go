@@ -24,6 +24,13 @@ func clos2(t testing.TB, c topo.Clos2Config) *topo.Topology {
 
 func run(t testing.TB, c Config) *Result {
 	t.Helper()
+	_, r := runWorld(t, c)
+	return r
+}
+
+// runWorld runs c and returns the world too, for its switches.
+func runWorld(t testing.TB, c Config) (*World, *Result) {
+	t.Helper()
 	w, err := New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +39,7 @@ func run(t testing.TB, c Config) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return w, r
 }
 
 func flows(fs ...workload.Flow) *workload.Workload {

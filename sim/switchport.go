@@ -5,19 +5,19 @@ package sim
 
 import "github.com/openmrc/mrc/vswitch"
 
-func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
+func (s *shard) switchRecv(si int32, in int, h uint32, p *packet, hdr []byte) {
 	w := s.w
 	sw := &w.sws[si]
-	pkt := p.data[:p.n]
+	pkt := hdr[:p.n]
 	if w.swTaps != nil {
 		s.tapSwitch(int(sw.portBase)+in, false, pkt, int(p.wl))
 	}
 	out, d := sw.vs.Forward(pkt, in)
 	if d != vswitch.DropNone {
 		if d == vswitch.DropBlackhole && sw.fail >= 0 {
-			s.hit(sw.fail, p)
+			s.hit(sw.fail, p, hdr)
 		}
-		s.creditBackPkt(w.swOut(si, in)^1, p)
+		s.creditBackPkt(w.swOut(si, in)^1, p, hdr)
 		s.release(h)
 		return
 	}
@@ -29,14 +29,14 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet) {
 	if v.Drop != vswitch.DropNone {
 		if v.Drop == vswitch.DropLinkDown {
 			if f := w.tx[odl].fail; f >= 0 {
-				s.hit(f, p)
+				s.hit(f, p, hdr)
 			}
 		}
-		s.creditBackPkt(w.swOut(si, in)^1, p)
+		s.creditBackPkt(w.swOut(si, in)^1, p, hdr)
 		s.release(h)
 		return
 	}
-	p.n, p.wl = uint16(v.Len), int32(v.WireLen)
+	p.n, p.wl = uint8(v.Len), uint16(v.WireLen)
 	if v.Pause {
 		s.pfc(si, in, xPause)
 	}
@@ -77,8 +77,8 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 		s.hotDequeue(int(w.sws[si].portBase)+port, uint32(d.Handle), d.Sojourn)
 	}
 	if w.swTaps != nil {
-		p := s.pkt(uint32(d.Handle))
-		s.tapSwitch(int(w.t.Switches[si].PortBase)+port, true, p.data[:p.n], int(p.wl))
+		p, hdr := s.pkt(uint32(d.Handle))
+		s.tapSwitch(int(w.t.Switches[si].PortBase)+port, true, hdr[:p.n], int(p.wl))
 	}
 	wl := d.WireLen + w.overhead
 	ser := vswitch.SerializationPs(wl, w.lk[dl].rate)

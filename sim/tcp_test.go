@@ -67,3 +67,23 @@ func TestTCPReconvergence(t *testing.T) {
 		t.Errorf("completion %d ns before routing reconverged", r.CompletionNs)
 	}
 }
+
+// A packet's wire length is kept in 16 bits: the largest segment TCP
+// sends (its largest MSS, 65,535 bytes less IPv6 and the longest TCP
+// header) crosses the fabric whole, and the planes count its payload
+// once.
+func TestTCPLargestSegmentIsCarried(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 4, T0Down: 2, T0Up: 2})
+	wl := smallPerm(t, 4, 1<<20)
+	mss := 65535 - tcp.IPv6HeaderRoom
+	tr := TCP("tcp-max-mss", tcp.NewReno, tcp.Config{MSS: mss})
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: tr, Seed: 3, MTU: 9000})
+	checkComplete(t, r, wl)
+	var rx uint64
+	for _, p := range r.PerPlane {
+		rx += p.RxPayloadBytes
+	}
+	if rx < wl.Bytes() || r.Retransmits == 0 && rx != wl.Bytes() {
+		t.Errorf("planes carried %d payload bytes in %d-byte segments, want %d (%d retransmits)", rx, mss, wl.Bytes(), r.Retransmits)
+	}
+}

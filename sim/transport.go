@@ -7,6 +7,7 @@ import (
 
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/ib"
+	"github.com/openmrc/mrc/mptcp"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/roce"
 	"github.com/openmrc/mrc/tcp"
@@ -90,6 +91,10 @@ type NICSpec struct {
 	// Tracer, when set, is the tracer the transport passes its trace
 	// records to (mrc.Config.Tracer, roce.Config.Tracer).
 	Tracer trace.Tracer
+	// Scratch is the space the MRC core decodes, encodes and traces in,
+	// shared by the NICs of one partition, which never run at the same
+	// time (mrc.Config.Scratch).
+	Scratch *mrc.Scratch
 }
 
 // TransportStats are a NIC's protocol counters, summed over its QPs.
@@ -166,7 +171,14 @@ type Transport struct {
 	// InfiniBand's SHIELD, whose switches tell their neighbours which
 	// destinations they can no longer reach (ib-ar).
 	Reroute time.Duration
+	// MPTCP is the configuration of a transport that runs package mptcp
+	// (nil for the others).
+	MPTCP *mptcp.Config
 }
+
+// overTCP reports whether the transport's packets are TCP segments, with
+// no ICRC trailer.
+func (t Transport) overTCP() bool { return t.TCP != nil || t.MPTCP != nil }
 
 // MRC is the MRC core with its default EV profile, over SRv6 uSID paths
 // with trimming switches: the deployed configuration.
@@ -255,11 +267,20 @@ const DefaultReorderWindow = 1024
 // than the subnet manager's 10-20 s (docs/ib.md).
 const DefaultReroute = 2 * time.Millisecond
 
+// MPTCP is the Multipath TCP baseline (package mptcp): a connection of
+// cfg.Subflows TCP subflows (default 8), each with its own 5-tuple and
+// so its own ECMP path, subflow i on plane (flow index + i) mod planes;
+// coupled congestion control, no trimming, tail drop. cfg sets the
+// parameters (zero fields: package mptcp's defaults, docs/mptcp.md).
+func MPTCP(name string, cfg mptcp.Config) Transport {
+	return Transport{Name: name, Fabric: vswitch.ModeECMP, New: mptcpFactory(cfg), MPTCP: &cfg}
+}
+
 // Transports lists the built-in transports by name.
 func Transports() []Transport {
 	return []Transport{MRC(), Oblivious(), UEC(), SinglePath(),
 		MRCProfile("mrc-ecmp", mrc.EVProfile{}, vswitch.ModeECMP), RoCE(false), RoCE(true),
-		TCP("tcp", tcp.NewReno, tcp.Config{}), TCP("dctcp", tcp.DCTCP, tcp.Config{}),
+		TCP("tcp", tcp.NewReno, tcp.Config{}), TCP("dctcp", tcp.DCTCP, tcp.Config{}), MPTCP("mptcp", mptcp.Config{}),
 		IB("ib", vswitch.ModeDest, ib.Config{}), IB("ib-ar", vswitch.ModeAdaptive, ib.Config{})}
 }
 
@@ -337,6 +358,7 @@ func mrcFactory(ev mrc.EVProfile) func(NICSpec) (NIC, error) {
 		ep, err := mrc.NewEndpoint(mrc.Config{
 			Ports: s.Ports, MTU: s.MTU, Seed: s.Seed, Encap: encap, BaseRTT: s.BaseRTT,
 			QueueingBound: s.QueueingBound, LinkBitsPerSec: s.PortRate, SkipICRC: true, MaxQPs: s.MaxQPs, Tracer: s.Tracer,
+			Scratch: s.Scratch,
 		})
 		if err != nil {
 			return nil, err
@@ -487,7 +509,7 @@ var _ NIC = (*tcpNIC)(nil)
 func tcpFactory(cfg tcp.Config) func(NICSpec) (NIC, error) {
 	return func(s NICSpec) (NIC, error) {
 		c := cfg
-		c.Ports, c.Seed, c.MaxQPs, c.SkipChecksum = s.Ports, s.Seed, s.MaxQPs, true
+		c.Ports, c.Seed, c.MaxQPs, c.SkipChecksum, c.HandshakeRTT = s.Ports, s.Seed, s.MaxQPs, true, s.BaseRTT
 		if c.MSS == 0 {
 			c.MSS = s.MTU
 		}
@@ -516,6 +538,56 @@ func (n *tcpNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
 }
 
 func (n *tcpNIC) Stats() TransportStats {
+	s := n.Endpoint.Stats()
+	return TransportStats{
+		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,
+		PayloadReceived: s.PayloadReceived, LossTimeouts: s.LossTimeouts, RetryTimeouts: s.RetryTimeouts,
+		ECNEchoes: s.ECNEchoes, Drops: s.Dropped(),
+	}
+}
+
+// ---- MPTCP ----------------------------------------------------------------
+
+type mptcpNIC struct {
+	*mptcp.Endpoint
+	phantomFlows[*mptcp.Conn]
+	planes int
+	port   map[uint32]int // connection → the plane of its first subflow
+}
+
+var _ NIC = (*mptcpNIC)(nil)
+
+func mptcpFactory(cfg mptcp.Config) func(NICSpec) (NIC, error) {
+	return func(s NICSpec) (NIC, error) {
+		c := cfg
+		c.TCP.Ports, c.TCP.Seed, c.TCP.SkipChecksum, c.TCP.HandshakeRTT, c.MaxConns = s.Ports, s.Seed, true, s.BaseRTT, s.MaxQPs
+		if c.TCP.MSS == 0 {
+			c.TCP.MSS = s.MTU
+		}
+		ep, err := mptcp.NewEndpoint(c)
+		if err != nil {
+			return nil, err
+		}
+		received := (*mptcp.Conn).Received
+		return &mptcpNIC{Endpoint: ep, phantomFlows: phantomFlows[*mptcp.Conn]{verbs.MR{Len: phantomLen}, ep.Conn, received},
+			planes: len(s.Ports), port: map[uint32]int{}}, nil
+	}
+}
+
+func (n *mptcpNIC) Open(now mtime.Time, spec ConnSpec) (uint32, error) {
+	q, err := n.CreateConn()
+	if err != nil {
+		return 0, err
+	}
+	n.port[q.QPN()] = spec.Index % n.planes
+	return q.QPN(), nil
+}
+
+func (n *mptcpNIC) Connect(now mtime.Time, qpn uint32, p Peer) error {
+	return n.Conn(qpn).Connect(now, mptcp.ConnectAttr{Port: n.port[qpn], Remote: p.Addrs, RemoteQPN: p.QPN})
+}
+
+func (n *mptcpNIC) Stats() TransportStats {
 	s := n.Endpoint.Stats()
 	return TransportStats{
 		DataSent: s.DataSent, Retransmits: s.Retransmits, PayloadSent: s.PayloadSent,

@@ -53,7 +53,7 @@ type World struct {
 	lookahead  Time
 	actions    []action
 	fails      []failRecord
-	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence)
+	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence); nil without link failures
 	overhead   int
 	// trailer is the bytes after a data packet's payload: the RDMA
 	// transports' ICRC, none for TCP.
@@ -77,11 +77,13 @@ type World struct {
 	stopBy  string // why (Result.StoppedBy)
 }
 
+// linkInfo is a directed link's fixed description: 32 bytes, since a
+// large fabric has millions (32 per host on --preset big).
 type linkInfo struct {
 	from, to         int32 // node IDs
-	fromPort, toPort int32
 	rate             int64
-	delay            Time // propagation + the receiving switch's latency
+	delay            Time   // propagation + the receiving switch's latency
+	fromPort, toPort uint16 // a switch has at most 65,535 ports
 	sendShard        int16
 	recvShard        int16
 }
@@ -161,7 +163,7 @@ func New(cfg Config) (*World, error) {
 	}
 	t := c.Topology
 	w := &World{cfg: c, t: t, wl: c.Workload, overhead: c.EthernetOverhead, bytes: c.Workload.Bytes(), trailer: wire.ICRCLen}
-	if c.Transport.TCP != nil {
+	if c.Transport.overTCP() {
 		w.trailer = 0
 	}
 	mtuWire := c.MTU + 128 + c.EthernetOverhead
@@ -250,7 +252,7 @@ func New(cfg Config) (*World, error) {
 				delay += t.SwitchOf(to).Latency
 			}
 			dl := 2*l + d
-			w.lk[dl] = linkInfo{from: int32(from), to: int32(to), fromPort: fp, toPort: tp, rate: k.Rate,
+			w.lk[dl] = linkInfo{from: int32(from), to: int32(to), fromPort: uint16(fp), toPort: uint16(tp), rate: k.Rate,
 				delay: delay, sendShard: nodeShard(from), recvShard: nodeShard(to)}
 			w.tx[dl] = linkTx{up: true, fail: -1}
 			w.rx[dl] = linkRx{head: nilPkt, tail: nilPkt, up: true, fail: -1, lossFail: -1}
@@ -315,6 +317,7 @@ func New(cfg Config) (*World, error) {
 		qps[f.Dst]++
 	}
 	w.hosts = make([]hostState, t.Hosts)
+	scratch := make([]*mrc.Scratch, len(w.shards))
 	for h := range t.Hosts {
 		ports := make([]netip.Addr, t.Planes)
 		for p := range ports {
@@ -327,6 +330,10 @@ func New(cfg Config) (*World, error) {
 		if c.Trace != nil {
 			spec.Tracer = &hostTracer{s: w.shards[hostShard(h)], host: int32(h), f: c.TraceFilter}
 		}
+		if scratch[hostShard(h)] == nil {
+			scratch[hostShard(h)] = new(mrc.Scratch)
+		}
+		spec.Scratch = scratch[hostShard(h)]
 		nic, err := c.Transport.New(spec)
 		if err != nil {
 			return nil, fmt.Errorf("sim: host %d: %w", h, err)

@@ -4,26 +4,23 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/internal/testkit/dumbbell"
 	"github.com/openmrc/mrc/verbs"
 )
 
-// loop is the steady-state transfer loop of the benchmark: the sender
-// builds a segment, the receiver validates and takes it and acknowledges
-// it, and the sender processes the ACK and reposts messages as they
-// complete.
+// loop is the steady-state transfer loop of the benchmark
+// (dumbbell.Pair), with its two endpoints and the connection between them,
+// reposting messages as they complete.
 type loop struct {
-	tb         testing.TB
-	eps        [2]*Endpoint
-	conns      [2]*Conn
-	bufA, bufB []byte
-	now        mtime.Time
-	id         uint64
-	data       int
+	*dumbbell.Pair
+	tb    testing.TB
+	eps   [2]*Endpoint
+	conns [2]*Conn
+	id    uint64
 }
 
 func newLoop(tb testing.TB, v Variant, verify bool) *loop {
-	l := &loop{tb: tb, bufA: make([]byte, IPv6HeaderRoom), bufB: make([]byte, IPv6HeaderRoom)}
+	l := &loop{tb: tb}
 	for s := range 2 {
 		ep, err := NewEndpoint(Config{Ports: []netip.Addr{addr(s)}, Variant: v, SkipChecksum: !verify})
 		if err != nil {
@@ -38,6 +35,7 @@ func newLoop(tb testing.TB, v Variant, verify bool) *loop {
 			tb.Fatal(err)
 		}
 	}
+	l.Pair = dumbbell.NewPair(l.eps[0], l.eps[1], l.post)
 	l.post()
 	l.post()
 	return l
@@ -48,39 +46,8 @@ func (l *loop) post() {
 	if err := l.conns[1].PostRecv(l.id); err != nil {
 		l.tb.Fatal(err)
 	}
-	if err := l.conns[0].PostWrite(l.now, verbs.WriteRequest{ID: l.id, Length: 64 << 20}); err != nil {
+	if err := l.conns[0].PostWrite(l.Now, verbs.WriteRequest{ID: l.id, Length: 64 << 20}); err != nil {
 		l.tb.Fatal(err)
-	}
-}
-
-// step moves one data segment and everything it triggers.
-func (l *loop) step() {
-	a, b := l.eps[0], l.eps[1]
-	if tx, ok := a.PollTransmit(l.now, 1, l.bufA); ok {
-		l.data++
-		b.HandleDatagram(l.now, 0, l.bufA[:tx.Len], tx.WireLen)
-	}
-	for {
-		tx, ok := b.PollTransmit(l.now, 1, l.bufB)
-		if !ok {
-			break
-		}
-		a.HandleDatagram(l.now, 0, l.bufB[:tx.Len], tx.WireLen)
-	}
-	for {
-		ev, ok := a.PollEvent()
-		if !ok {
-			break
-		}
-		if ev.Kind == verbs.EventWriteDone {
-			l.post()
-		}
-	}
-	for _, ok := b.PollEvent(); ok; _, ok = b.PollEvent() {
-	}
-	l.now += 80
-	if l.now >= a.NextTimeout() {
-		a.HandleTimeout(l.now)
 	}
 }
 
@@ -98,13 +65,13 @@ func BenchmarkSteadyState(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				l.step()
+				l.Step()
 			}
 			b.StopTimer()
 			if s := l.conns[0].Stats(); s.Retransmits > 0 || l.eps[1].Stats().Dropped() > 0 {
 				b.Fatalf("%d retransmissions, %d drops in a lossless loop", s.Retransmits, l.eps[1].Stats().Dropped())
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(l.data), "ns/pkt")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(l.Data), "ns/pkt")
 		})
 	}
 }
@@ -118,13 +85,13 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}{{NewReno, false}, {DCTCP, true}} {
 		l := newLoop(t, tc.v, tc.verify)
 		for range 50000 { // past the first completions and ring growth
-			l.step()
+			l.Step()
 		}
-		if n := testing.AllocsPerRun(20000, l.step); n != 0 {
+		if n := testing.AllocsPerRun(20000, l.Step); n != 0 {
 			t.Fatalf("%v: %v allocations per segment", tc.v, n)
 		}
-		if l.data < 60000 || l.conns[0].Stats().WritesDone == 0 {
-			t.Fatalf("only %d segments moved, %d messages done", l.data, l.conns[0].Stats().WritesDone)
+		if l.Data < 60000 || l.conns[0].Stats().WritesDone == 0 {
+			t.Fatalf("only %d segments moved, %d messages done", l.Data, l.conns[0].Stats().WritesDone)
 		}
 	}
 }

@@ -50,7 +50,16 @@ const (
 	DefaultDupThresh  = 3                      // RFC 5681 §3.2, RFC 6675
 	DefaultDCTCPG     = 1.0 / 16               // RFC 8257, Linux dctcp_shift_g = 4
 	DefaultDCTCPAlpha = 1.0                    // Linux dctcp_alpha_on_init = 1024/1024
+	DefaultDelAck     = 40 * time.Millisecond  // Linux TCP_DELACK_MIN
 )
+
+// MaxDelAck is the longest a receiver may delay an ACK: RFC 5681 §4.2's
+// 500 ms.
+const MaxDelAck = 500 * time.Millisecond
+
+// maxQuickAcks is the most quick ACKs a connection sends at its start or
+// after an idle spell: Linux's TCP_MAX_QUICKACKS.
+const maxQuickAcks = 16
 
 // Config configures an Endpoint: one host's TCP stack. Zero fields take
 // the defaults named in their comments.
@@ -69,6 +78,12 @@ type Config struct {
 	MinRTO, MaxRTO time.Duration
 	// InitialRTO is the timeout before the first RTT sample (default 1 s).
 	InitialRTO time.Duration
+	// HandshakeRTT, when set, is the round-trip time the connection's
+	// handshake would have measured (the SYN/SYN-ACK exchange, which
+	// this package does not model): Connect takes it as the first RTT
+	// sample, so the timer and the tail loss probe start from it rather
+	// than from InitialRTO, as in a stack that did the handshake.
+	HandshakeRTT time.Duration
 	// InitCwnd is the initial window in segments (default 10).
 	InitCwnd int
 	// DupThresh is the number of SACKed segments above a hole, or of
@@ -82,6 +97,18 @@ type Config struct {
 	// lost tail waits for the retransmission timeout, as in the stacks of
 	// the classic incast studies.
 	DisableRACK bool
+	// DisableDelayedACK makes the receiver acknowledge every segment at
+	// once. By default it delays ACKs as Linux does (RFC 5681 §4.2): one
+	// ACK for every second full-sized segment, sent at once for data out
+	// of order, a duplicate, data that fills a hole, a segment that ends
+	// a message (PSH), a change of CE state (RFC 8257 §3.2) and the
+	// connection's first quick ACKs, and otherwise within DelAck.
+	DisableDelayedACK bool
+	// DelAck is the delayed-ACK timeout (default 40 ms, Linux's
+	// TCP_DELACK_MIN; at most MaxDelAck). The sender's tail loss probe
+	// allows for it when one segment is in flight (RFC 8985 §7.2's
+	// WCDelAckT): both ends of a connection share the configuration.
+	DelAck time.Duration
 	// DSCP is the codepoint of every segment (default 0, best effort).
 	DSCP uint8
 	// SkipChecksum turns off verification of received checksums (for
@@ -108,6 +135,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MinRTO, DefaultMinRTO)
 	def(&c.MaxRTO, DefaultMaxRTO)
 	def(&c.InitialRTO, DefaultInitialRTO)
+	def(&c.DelAck, DefaultDelAck)
 	if c.MSS == 0 {
 		c.MSS = 4096
 	}
@@ -160,8 +188,12 @@ func (c Config) problem() string {
 		return f("mss %d, want 1..%d", c.MSS, 65535-IPv6HeaderRoom)
 	case c.Variant > DCTCP:
 		return f("variant %v", c.Variant)
+	case c.HandshakeRTT < 0:
+		return f("handshake RTT %v", c.HandshakeRTT)
 	case c.MinRTO < 0 || c.MaxRTO < c.MinRTO || c.InitialRTO < c.MinRTO || c.InitialRTO > c.MaxRTO:
 		return f("RTO bounds: min %v, initial %v, max %v: want min <= initial <= max", c.MinRTO, c.InitialRTO, c.MaxRTO)
+	case c.DelAck <= 0 || c.DelAck > MaxDelAck:
+		return f("delayed-ACK timeout %v, want (0, %v] (RFC 5681 §4.2)", c.DelAck, MaxDelAck)
 	case c.InitCwnd < 1 || c.InitCwnd > 1<<16:
 		return f("init_cwnd %d segments, want 1..%d", c.InitCwnd, 1<<16)
 	case c.DupThresh < 1 || c.DupThresh > 1<<10:
@@ -198,4 +230,7 @@ type ConnectAttr struct {
 	// SendISN and RecvISN are the initial sequence numbers of the two
 	// directions (default 0; the peer must be given the mirror image).
 	SendISN, RecvISN uint32
+	// Owner, if set, makes the connection a subflow of a multipath
+	// connection (see Owner).
+	Owner Owner
 }

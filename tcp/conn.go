@@ -30,8 +30,9 @@ type Conn struct {
 	flow             uint32
 	sendISN, recvISN uint32
 
-	snd sender
-	rcv receiver
+	snd   sender
+	rcv   receiver
+	owner Owner // nil unless the connection is a subflow
 }
 
 // TimerNode gives the endpoint's timer heap its bookkeeping.
@@ -67,9 +68,13 @@ func (q *Conn) Connect(now mtime.Time, a ConnectAttr) error {
 	}
 	q.port, q.src, q.dst = a.Port, q.ep.ports[a.Port].addr, a.Remote.As16()
 	q.sport, q.dport = q.LocalPort(), uint16(PortBase+a.RemoteQPN)
-	q.sendISN, q.recvISN = a.SendISN, a.RecvISN
+	q.sendISN, q.recvISN, q.owner = a.SendISN, a.RecvISN, a.Owner
 	q.flow = flowLabel(q.ep.cfg.Seed, &q.src, &q.dst, q.sport, q.dport)
-	q.snd.init(&q.ep.cfg)
+	q.snd.init(&q.ep.cfg, q.owner != nil)
+	q.rcv.delackAt = mtime.Never
+	if d := q.ep.cfg.HandshakeRTT; d > 0 {
+		q.rttSample(d)
+	}
 	q.connected = true
 	q.ep.update(q, now)
 	return nil
@@ -127,27 +132,31 @@ func (q *Conn) sendable() bool {
 // poll writes the connection's next segment into buf: an ACK due, else a
 // data segment cwnd lets out.
 func (q *Conn) poll(now mtime.Time, buf []byte) (verbs.Transmit, bool) {
-	h := Header{SrcPort: q.sport, DstPort: q.dport, Flags: FlagACK, Window: 0xFFFF}
+	h := &q.ep.txTCP // not on the stack: an Owner's Outgoing would make it escape
+	*h = Header{SrcPort: q.sport, DstPort: q.dport, Flags: FlagACK, Window: 0xFFFF}
 	if a, ok := q.rcv.nextAck(); ok {
 		h.Seq = q.sendISN + uint32(q.snd.nxt)
 		h.Ack = q.recvISN + uint32(a.ack)
 		if a.ece {
 			h.Flags |= FlagECE
 		}
+		if q.owner != nil {
+			q.owner.Outgoing(h, q.snd.nxt, 0)
+		}
 		var b [MaxSACKBlocks]span
-		h.NSACK = q.rcv.sackBlocks(&b)
+		h.NSACK = min(q.rcv.sackBlocks(&b), h.SACKRoom())
 		for i := range h.NSACK {
 			h.SACK[i] = SACKBlock{q.recvISN + uint32(b[i].start), q.recvISN + uint32(b[i].end)}
 		}
 		q.stats.SACKsSent++
-		return q.encode(buf, &h, 0, verbs.KindSACK, false), true
+		return q.encode(buf, h, 0, verbs.KindSACK, false), true
 	}
 	g, fresh := q.nextSeg(now)
 	if g == nil {
 		return verbs.Transmit{}, false
 	}
 	h.Seq = q.sendISN + uint32(g.start)
-	h.Ack = q.recvISN + uint32(q.rcv.nxt)
+	h.Ack = q.recvISN + uint32(q.rcv.stream.Next())
 	if g.psh {
 		h.Flags |= FlagPSH
 	}
@@ -155,11 +164,14 @@ func (q *Conn) poll(now mtime.Time, buf []byte) (verbs.Transmit, bool) {
 		h.Flags |= FlagCWR
 		q.snd.sendCWR = false
 	}
+	if q.owner != nil && q.owner.Outgoing(h, g.start, g.len()) {
+		fresh = false
+	}
 	kind := verbs.KindRetransmit
 	if fresh {
 		kind = verbs.KindData
 	}
-	return q.encode(buf, &h, g.len(), kind, q.ep.cfg.Variant == DCTCP), true
+	return q.encode(buf, h, g.len(), kind, q.ep.cfg.Variant == DCTCP), true
 }
 
 // encode writes IPv6 | TCP for a segment of payload phantom bytes.
@@ -181,22 +193,32 @@ func (q *Conn) encode(buf []byte, h *Header, payload int, kind verbs.PacketKind,
 
 // handle processes a segment addressed to this connection.
 func (q *Conn) handle(now mtime.Time, h *Header, payload int, ce bool) {
+	var start uint64
 	if payload > 0 {
-		start := q.rcv.nxt + uint64(int64(int32(h.Seq-q.recvISN-uint32(q.rcv.nxt))))
-		if int64(start) < 0 || start > q.rcv.nxt+1<<30 {
+		start = q.rcv.stream.Next() + uint64(int64(int32(h.Seq-q.recvISN-uint32(q.rcv.stream.Next()))))
+		if int64(start) < 0 || start > q.rcv.stream.Next()+1<<30 {
 			q.ep.drop(&q.stats, verbs.DropOutOfWindow)
 			return
 		}
-		q.onData(now, span{start, start + uint64(payload)}, h.Flags&FlagPSH != 0, ce)
+		q.onData(now, span{start, start + uint64(payload)}, h.Flags&FlagPSH != 0 && q.owner == nil, ce)
 	}
-	if h.Flags&FlagACK == 0 {
+	if h.Flags&FlagACK != 0 && !q.handleAck(now, h, payload) {
 		return
 	}
+	if q.owner != nil {
+		q.owner.Incoming(now, h, start, payload)
+	}
+}
+
+// handleAck processes the acknowledgment fields of a received segment
+// with payload bytes; it reports false if it dropped the segment as an
+// ACK of bytes never sent.
+func (q *Conn) handleAck(now mtime.Time, h *Header, payload int) bool {
 	s := &q.snd
 	ack := s.una + uint64(int64(int32(h.Ack-q.sendISN-uint32(s.una))))
 	if ack > s.nxt || ack < s.una && s.una-ack > 1<<30 {
 		q.ep.drop(&q.stats, verbs.DropStale)
-		return
+		return false
 	}
 	var sacks [MaxSACKBlocks]span
 	n := 0
@@ -211,4 +233,5 @@ func (q *Conn) handle(now mtime.Time, h *Header, payload int, ce bool) {
 	}
 	q.stats.SACKsReceived++
 	q.onAck(now, max(ack, s.una), sacks[:n], h.Flags&FlagECE != 0, payload == 0 && ack == s.una)
+	return true
 }

@@ -14,14 +14,16 @@
 // the next segment for a free port; PollEvent returns
 // verbs.EventWriteDone (every byte of a posted message acknowledged) and
 // verbs.EventRecvImm (a message received in order); NextTimeout returns
-// the earliest retransmission deadline.
+// the earliest retransmission, probe or delayed-ACK deadline.
 //
 // # What is modelled
 //
 // Segments of at most MSS bytes, never across a message's end (the last
 // carries PSH, which is how the receiver finds message ends); cumulative
-// ACKs with SACK (RFC 2018), every segment acknowledged at once (no
-// delayed ACKs); loss detection by SACK (RFC 6675: a segment with
+// ACKs with SACK (RFC 2018), delayed as Linux delays them (RFC 5681 §4.2:
+// one per two full segments, at once for data out of order, a hole
+// filled, a message end or a DCTCP CE-state change, otherwise within a
+// 40 ms timer); loss detection by SACK (RFC 6675: a segment with
 // DupThresh SACKed segments above it is lost), by DupThresh duplicate
 // ACKs (RFC 5681 fast retransmit), of a retransmission once DupThresh
 // segments' worth of data sent after it is SACKed, and by RACK-TLP (RFC
@@ -31,8 +33,9 @@
 // a configurable minimum (Linux's 200 ms by default), exponential backoff
 // and a window of one segment after it; slow start and congestion
 // avoidance (RFC 5681, RFC 3465's L = 2). The DCTCP variant (RFC 8257)
-// marks its segments ECT(0), its receiver echoes CE exactly in ECE (an
-// ACK never covers segments of both CE states), and its sender keeps
+// marks its segments ECT(0), its receiver echoes CE exactly in ECE (RFC
+// 8257 §3.2's state machine: an ACK never covers segments of both CE
+// states), and its sender keeps
 // alpha = (1−g)·alpha + g·F once per window of data and cuts cwnd to
 // cwnd·(1−alpha/2) at most once per window of data.
 //

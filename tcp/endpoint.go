@@ -34,8 +34,8 @@ type Endpoint struct {
 	nextPort int
 	timers   timerq.Heap[*Conn]
 
-	rxIP  wire.IPv6
-	rxTCP Header
+	rxIP         wire.IPv6
+	rxTCP, txTCP Header
 }
 
 // NewEndpoint returns an endpoint with cfg. Every port starts up.
@@ -76,7 +76,7 @@ func (e *Endpoint) Conn(qpn uint32) *Conn { return e.conns.Get(qpn) }
 // Stats returns the endpoint's counters: its own plus every connection's.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	e.conns.All(func(q *Conn) { s.add(&q.stats) })
+	e.conns.All(func(q *Conn) { s.Add(&q.stats) })
 	return s
 }
 
@@ -108,7 +108,8 @@ func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
 // NextTimeout returns when HandleTimeout should next be called, or
-// mtime.Never: the earliest retransmission, reordering or probe timer.
+// mtime.Never: the earliest retransmission, reordering, probe or
+// delayed-ACK timer.
 func (e *Endpoint) NextTimeout() mtime.Time { return e.timers.Min() }
 
 // HandleTimeout runs every timer due at now. Calling it early or twice is
@@ -133,7 +134,7 @@ func (e *Endpoint) update(q *Conn, now mtime.Time) {
 		q.inReady = true
 		e.ready[q.port].Push(q)
 	}
-	switch d := q.snd.deadline(); {
+	switch d := q.deadline(); {
 	case d == mtime.Never:
 		e.timers.Remove(q)
 	case !q.timer.Queued() || q.timer.Key() != d:

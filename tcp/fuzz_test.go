@@ -42,18 +42,18 @@ func checkSender(t *testing.T, q *Conn) {
 // ascending, above nxt and counted right.
 func checkReceiver(t *testing.T, q *Conn) {
 	t.Helper()
-	r := &q.rcv
+	r := &q.rcv.stream
 	var n uint64
-	prev := r.nxt
-	for i, s := range r.ooo {
-		if s.start <= prev || s.end <= s.start {
-			t.Fatalf("range %d [%d, %d) after %d", i, s.start, s.end, prev)
+	prev := r.Next()
+	for i, s := range r.Ranges() {
+		if s.Start <= prev || s.End <= s.Start {
+			t.Fatalf("range %d [%d, %d) after %d", i, s.Start, s.End, prev)
 		}
-		prev = s.end
-		n += s.end - s.start
+		prev = s.End
+		n += s.End - s.Start
 	}
-	if n != r.oooLen || q.stats.PayloadReceived != r.nxt+n {
-		t.Fatalf("out of order %d bytes (counted %d), received %d, nxt %d", n, r.oooLen, q.stats.PayloadReceived, r.nxt)
+	if r.Next()+n != r.Received() || q.stats.PayloadReceived != r.Received() {
+		t.Fatalf("out of order %d bytes (counted %d), received %d, nxt %d", n, r.Received()-r.Next(), q.stats.PayloadReceived, r.Next())
 	}
 }
 
@@ -71,7 +71,7 @@ func FuzzHandleDatagram(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seg []byte, payload uint16, toReceiver, ce bool) {
 		d := newDumbbell(t, 2, 10e9, 0, Config{SkipChecksum: true, Variant: DCTCP}, vswitchQueue())
 		fl := startFlow(d, 0, 1, 1<<20)
-		d.run(20_000, nil) // 20 µs: some data and ACKs in flight
+		d.Run(20_000, nil) // 20 µs: some data and ACKs in flight
 		dst, src, to := fl.snd, fl.rcv, 0
 		if toReceiver {
 			dst, src, to = fl.rcv, fl.snd, 1
@@ -84,15 +84,15 @@ func FuzzHandleDatagram(f *testing.F) {
 			seg[0], seg[1], seg[2], seg[3] = byte(src.sport>>8), byte(src.sport), byte(dst.sport>>8), byte(dst.sport)
 		}
 		pkt := append(ip.Append(nil), seg...)
-		d.eps[to].HandleDatagram(d.now, 0, pkt, len(pkt)+int(payload))
-		d.after(to)
+		d.eps[to].HandleDatagram(d.Now, 0, pkt, len(pkt)+int(payload))
+		d.Kick(to)
 		checkSender(t, fl.snd)
 		checkReceiver(t, fl.rcv)
-		before := fl.rcv.rcv.nxt
-		d.run(200_000_000, func() bool { return fl.rcv.rcv.nxt > before+1<<16 || fl.finished() })
+		before := fl.rcv.rcv.stream.Next()
+		d.Run(200_000_000, func() bool { return fl.rcv.rcv.stream.Next() > before+1<<16 || fl.finished() })
 		checkSender(t, fl.snd)
-		if toReceiver && fl.rcv.rcv.nxt <= before && !fl.finished() {
-			t.Fatalf("no progress after the fuzzed segment: %d bytes in order, %d posted", fl.rcv.rcv.nxt, fl.posted)
+		if toReceiver && fl.rcv.rcv.stream.Next() <= before && !fl.finished() {
+			t.Fatalf("no progress after the fuzzed segment: %d bytes in order, %d posted", fl.rcv.rcv.stream.Next(), fl.posted)
 		}
 	})
 }
@@ -105,8 +105,8 @@ func TestSenderInvariantsUnderLoss(t *testing.T) {
 	f1 := startFlow(d, 1, 2, 4<<20)
 	track(d, f0, f1)
 	for steps := 0; !(f0.finished() && f1.finished()); steps++ {
-		if !d.step() || steps > 5_000_000 {
-			t.Fatalf("stuck at %v", d.now)
+		if !d.Step() || steps > 5_000_000 {
+			t.Fatalf("stuck at %v", d.Now)
 		}
 		if steps%64 == 0 {
 			checkSender(t, f0.snd)

@@ -35,10 +35,14 @@ const (
 // TCP option kinds this package reads and writes (IANA "TCP Option Kind
 // Numbers"; SACK from RFC 2018 §3).
 const (
-	optEOL  = 0
-	optNOP  = 1
-	optSACK = 5
+	optEOL   = 0
+	optNOP   = 1
+	optSACK  = 5
+	optMPTCP = 30 // Multipath TCP, RFC 8684 §3
 )
+
+// MaxOptionLen is the most option bytes a header holds (data offset 15).
+const MaxOptionLen = MaxHeaderLen - HeaderLen
 
 // MaxSACKBlocks is how many SACK blocks fit in the 40 bytes of option
 // space without timestamps (RFC 2018 §3: 2 + 8n bytes, n ≤ 4).
@@ -48,9 +52,9 @@ const MaxSACKBlocks = 4
 // receiver holds above its cumulative ACK (RFC 2018 §3).
 type SACKBlock struct{ Left, Right uint32 }
 
-// Header is a TCP header (RFC 9293 §3.1) with the one option this
-// transport uses, SACK. Decode skips other options; Append writes SACK
-// blocks only.
+// Header is a TCP header (RFC 9293 §3.1) with the options this module
+// uses: SACK, and one Multipath TCP option for package mptcp. Decode
+// skips other options; Append writes these two only.
 type Header struct {
 	SrcPort, DstPort uint16
 	Seq, Ack         uint32
@@ -61,20 +65,40 @@ type Header struct {
 	// SACK holds NSACK blocks.
 	SACK  [MaxSACKBlocks]SACKBlock
 	NSACK int
+	// MPTCP holds one Multipath TCP option (kind 30, RFC 8684 §3) whole
+	// (kind, length, subtype and the rest) in its first MPTCPLen bytes;
+	// MPTCPLen is 0 for none. Decode keeps the first one it finds.
+	MPTCP    [MaxOptionLen]byte
+	MPTCPLen int
 }
 
-// Len returns the encoded length of h: 20 bytes, plus, with SACK
-// blocks, two NOPs and the option (4 + 8n bytes, keeping the 4-byte
-// alignment RFC 2018 §3 suggests).
-func (h *Header) Len() int {
-	if h.NSACK == 0 {
-		return HeaderLen
+// optionLen returns the bytes of h's options with their padding: the
+// SACK option (2 + 8n bytes) and the MPTCP option, in that order, led by
+// as many NOPs as make the total a multiple of 4. Without an MPTCP
+// option that is two NOPs and SACK, the 4-byte alignment RFC 2018 §3
+// suggests.
+func (h *Header) optionLen() (total, pad int) {
+	n := h.MPTCPLen
+	if h.NSACK > 0 {
+		n += 2 + 8*h.NSACK
 	}
-	return HeaderLen + 4 + 8*h.NSACK
+	pad = (4 - n%4) % 4
+	return n + pad, pad
+}
+
+// Len returns the encoded length of h: 20 bytes and its options.
+func (h *Header) Len() int {
+	n, _ := h.optionLen()
+	return HeaderLen + n
+}
+
+// SACKRoom returns how many SACK blocks fit beside h's MPTCP option.
+func (h *Header) SACKRoom() int {
+	return min(MaxSACKBlocks, max(MaxOptionLen-h.MPTCPLen-2, 0)/8)
 }
 
 // Append appends h's encoding to b, with the checksum field as h has it.
-// NSACK must be 0..MaxSACKBlocks.
+// NSACK must be 0..SACKRoom(), and MPTCPLen 0..MaxOptionLen.
 func (h *Header) Append(b []byte) []byte {
 	n := h.Len()
 	off := len(b)
@@ -89,14 +113,21 @@ func (h *Header) Append(b []byte) []byte {
 	binary.BigEndian.PutUint16(w[14:], h.Window)
 	binary.BigEndian.PutUint16(w[16:], h.Checksum)
 	binary.BigEndian.PutUint16(w[18:], h.Urgent)
-	if h.NSACK > 0 {
-		o := w[HeaderLen:]
-		o[0], o[1], o[2], o[3] = optNOP, optNOP, optSACK, uint8(2+8*h.NSACK)
-		for i := range h.NSACK {
-			binary.BigEndian.PutUint32(o[4+8*i:], h.SACK[i].Left)
-			binary.BigEndian.PutUint32(o[8+8*i:], h.SACK[i].Right)
-		}
+	_, pad := h.optionLen()
+	o := w[HeaderLen:]
+	for i := range pad {
+		o[i] = optNOP
 	}
+	o = o[pad:]
+	if h.NSACK > 0 {
+		o[0], o[1] = optSACK, uint8(2+8*h.NSACK)
+		for i := range h.NSACK {
+			binary.BigEndian.PutUint32(o[2+8*i:], h.SACK[i].Left)
+			binary.BigEndian.PutUint32(o[6+8*i:], h.SACK[i].Right)
+		}
+		o = o[2+8*h.NSACK:]
+	}
+	copy(o, h.MPTCP[:h.MPTCPLen])
 	return b
 }
 
@@ -104,8 +135,9 @@ func (h *Header) Append(b []byte) []byte {
 // (the data offset). It returns wire.ErrTruncated when b ends before the
 // header or an option does, and wire.ErrInvalid for a data offset below 5
 // or an option whose length is impossible (below 2, or a SACK option that
-// is not 2 + 8n bytes with n = 1..4). Unknown options are skipped; the
-// SACK blocks of a second SACK option replace the first's.
+// is not 2 + 8n bytes with n = 1..4; an MPTCP option below 3 bytes).
+// Unknown options are skipped; the SACK blocks of a second SACK option
+// replace the first's, and a second MPTCP option is skipped.
 func (h *Header) Decode(b []byte) (int, error) {
 	if len(b) < HeaderLen {
 		return 0, wire.ErrTruncated
@@ -126,6 +158,9 @@ func (h *Header) Decode(b []byte) (int, error) {
 	h.Checksum = binary.BigEndian.Uint16(b[16:])
 	h.Urgent = binary.BigEndian.Uint16(b[18:])
 	h.NSACK = 0
+	if h.MPTCPLen != 0 {
+		h.MPTCP, h.MPTCPLen = [MaxOptionLen]byte{}, 0
+	}
 	return n, h.decodeOptions(b[HeaderLen:n])
 }
 
@@ -148,7 +183,8 @@ func (h *Header) decodeOptions(o []byte) error {
 		case l > len(o):
 			return wire.ErrTruncated
 		}
-		if o[0] == optSACK {
+		switch o[0] {
+		case optSACK:
 			k := (l - 2) / 8
 			if (l-2)%8 != 0 || k < 1 || k > MaxSACKBlocks {
 				return wire.ErrInvalid
@@ -157,6 +193,13 @@ func (h *Header) decodeOptions(o []byte) error {
 				h.SACK[i] = SACKBlock{binary.BigEndian.Uint32(o[2+8*i:]), binary.BigEndian.Uint32(o[6+8*i:])}
 			}
 			h.NSACK = k
+		case optMPTCP:
+			if l < 3 {
+				return wire.ErrInvalid
+			}
+			if h.MPTCPLen == 0 {
+				h.MPTCPLen = copy(h.MPTCP[:], o[:l])
+			}
 		}
 		o = o[l:]
 	}

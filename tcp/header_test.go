@@ -6,13 +6,17 @@ import (
 )
 
 // FuzzHeader: Decode never panics, never claims more bytes than it was
-// given, and what it accepts re-encodes (SACK blocks kept, other options
-// dropped) to a header that decodes to the same fields.
+// given, and what it accepts re-encodes (SACK blocks and the first MPTCP
+// option kept, other options dropped) to a header that decodes to the
+// same fields.
 func FuzzHeader(f *testing.F) {
 	h := Header{SrcPort: 32768, DstPort: 33000, Seq: 1, Ack: 2, Flags: FlagACK | FlagECE, Window: 0xFFFF, NSACK: 2,
 		SACK: [MaxSACKBlocks]SACKBlock{{10, 20}, {30, 40}}}
 	f.Add(h.Append(nil))
 	f.Add((&Header{Flags: FlagPSH | FlagACK}).Append(nil))
+	h.NSACK, h.MPTCPLen = 3, 12 // three SACK blocks beside an MPTCP DSS with a data ACK
+	copy(h.MPTCP[:], []byte{optMPTCP, 12, 0x20, 0x03, 0, 0, 0, 0, 0, 0, 0, 9})
+	f.Add(h.Append(nil))
 	f.Add([]byte{0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0x60, 0x10, 0, 0, 0, 0, 0, 0, 2, 4, 5, 0xb4})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var h Header

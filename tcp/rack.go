@@ -23,6 +23,11 @@ type rack struct {
 	tlpAt      mtime.Time // the probe timer, or Never
 	tlpPending bool       // the probe timer fired: send a probe
 	tlpOut     bool       // a probe is out and no ACK has come since
+	// wcDelAck is the longest the peer may delay the ACK of a lone
+	// segment that does not end a message (RFC 8985's WCDelAckT): its
+	// delayed-ACK timeout, 0 if it acknowledges every segment at once or
+	// the connection is a subflow (see sender.init).
+	wcDelAck time.Duration
 }
 
 func (r *rack) init() { r.at, r.tlpAt = mtime.Never, mtime.Never }
@@ -81,9 +86,11 @@ func (s *sender) detect(now mtime.Time) bool {
 }
 
 // armTLP schedules the tail loss probe after sending or on an ACK, while
-// data is outstanding outside loss recovery: PTO = 2·SRTT (RFC 8985
-// §7.2, with no delayed-ACK allowance since the receiver acknowledges
-// every segment at once), 1 s before an RTT sample, never after the RTO.
+// data is outstanding outside loss recovery: PTO = 2·SRTT, plus the
+// peer's delayed-ACK timeout when one segment is in flight whose ACK the
+// peer may hold back that long (RFC 8985 §7.2's WCDelAckT; not for a
+// segment that ends a message, which the receiver acknowledges at
+// once), 1 s before an RTT sample, never after the RTO.
 func (s *sender) armTLP(now mtime.Time) {
 	r := &s.rack
 	r.tlpAt = mtime.Never
@@ -93,6 +100,9 @@ func (s *sender) armTLP(now mtime.Time) {
 	pto := time.Second
 	if s.hasRTT {
 		pto = max(2*s.srtt, time.Microsecond)
+		if s.segs.Len() == 1 && !s.segs.At(0).psh {
+			pto += r.wcDelAck
+		}
 	}
 	if at := now.Add(pto); at < s.rtoAt {
 		r.tlpAt = at

@@ -17,7 +17,7 @@ func lossyTail(t *testing.T, rack bool, lose ...int) (time.Duration, uint64) {
 	t.Helper()
 	d := newDumbbell(t, 2, 10e9, 5*time.Microsecond, Config{DisableRACK: !rack}, vswitch.QueueConfig{Buffer: 1 << 20})
 	seen := map[uint32]bool{}
-	d.drop = func(pkt []byte) bool {
+	d.Drop = func(pkt []byte) bool {
 		ip := binary.BigEndian.Uint16(pkt[4:])
 		hl := int(pkt[wire.IPv6Len+12]>>4) * 4
 		if int(ip) == hl { // an ACK
@@ -35,10 +35,10 @@ func lossyTail(t *testing.T, rack bool, lose ...int) (time.Duration, uint64) {
 	}
 	f := startFlow(d, 0, 1, 64<<10)
 	track(d, f)
-	if !d.run(5*time.Second, f.finished) {
+	if !d.Run(5*time.Second, f.finished) {
 		t.Fatalf("rack=%v lose %v: not done", rack, lose)
 	}
-	return d.now.Sub(0), f.snd.Stats().RetryTimeouts
+	return d.Now.Sub(0), f.snd.Stats().RetryTimeouts
 }
 
 // TestRACKTLP: a lost tail, or a hole with fewer than DupThresh segments
@@ -57,5 +57,21 @@ func TestRACKTLP(t *testing.T) {
 		if lose[0] >= 13 && (classicRTOs == 0 || classic < DefaultMinRTO) {
 			t.Errorf("lose %v without RACK-TLP: %v and %d timeouts: a tail loss that needs no timeout", lose, classic, classicRTOs)
 		}
+	}
+}
+
+// TestFastRetransmitWhateverTheWindow: the segment that opens a loss
+// episode is resent at once even when what is still in flight fills the
+// halved window (RFC 5681 §3.2 step 4, RFC 6675 §5 step 4.3: the fast
+// retransmit is not subject to cwnd). Of the last six segments, the
+// first and the last four are lost: RACK declares the first lost once
+// the one after it is delivered, the window halves to three segments
+// with four still in flight, and only the retransmission's delivery can
+// show the others lost before the 200 ms timeout.
+func TestFastRetransmitWhateverTheWindow(t *testing.T) {
+	took, rtos := lossyTail(t, true, 10, 12, 13, 14, 15)
+	t.Logf("%v, %d timeouts", took, rtos)
+	if rtos != 0 || took > time.Millisecond {
+		t.Errorf("%v and %d timeouts, want well under a millisecond and none", took, rtos)
 	}
 }

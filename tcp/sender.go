@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"math"
 	"time"
 
 	"github.com/openmrc/mrc/internal/fifo"
@@ -46,6 +47,7 @@ type sender struct {
 	lossFloor            uint64
 	inRecovery           bool // a loss episode is open until una reaches recover
 	fastRecovery         bool // ... and it was entered by SACK/dupacks, not a timeout
+	fastRetx             bool // the episode's first retransmission is due, whatever cwnd says
 	recover              uint64
 	dupacks              int
 
@@ -62,7 +64,11 @@ type sender struct {
 	sendCWR              bool
 }
 
-func (s *sender) init(c *Config) {
+// init readies the sender with c. A subflow's tail loss probe makes no
+// allowance for a delayed ACK, as for a segment that ends a message: its
+// owner acknowledges a subflow's segments as pushed ones (Conn.AckNow,
+// docs/mptcp.md).
+func (s *sender) init(c *Config, subflow bool) {
 	s.cwnd = c.InitCwnd * c.MSS
 	s.ssthresh = 1 << 30
 	s.rto = c.InitialRTO
@@ -70,6 +76,9 @@ func (s *sender) init(c *Config) {
 	s.alpha = c.InitialAlpha
 	s.rack.init()
 	s.rack.minRTT = 1 << 62
+	if !c.DisableDelayedACK && !subflow {
+		s.rack.wcDelAck = c.DelAck
+	}
 }
 
 // deadline returns the sender's next timer: the retransmission timeout,
@@ -104,9 +113,10 @@ func (q *Conn) nextSeg(now mtime.Time) (sg *seg, fresh bool) {
 			if !g.lost {
 				continue
 			}
-			if s.pipe+g.len() > s.cwnd {
+			if s.pipe+g.len() > s.cwnd && !s.fastRetx {
 				return nil, false
 			}
+			s.fastRetx = false
 			g.lost, g.inPipe, g.retx, g.sentAt, g.retxNxt = false, true, true, now, s.nxt
 			s.lostPending--
 			s.retxOut++
@@ -195,13 +205,17 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 		lost = s.detect(now) || lost
 	}
 	if s.inRecovery && s.una >= s.recover {
-		s.inRecovery, s.fastRecovery = false, false
+		s.inRecovery, s.fastRecovery, s.fastRetx = false, false, false
 	}
 	if lost {
-		q.enterRecovery()
+		q.enterRecovery(now)
 	}
 	if acked > 0 && !s.fastRecovery {
-		s.grow(acked, c.MSS)
+		f := 1.0
+		if q.owner != nil && s.cwnd >= s.ssthresh {
+			f = q.owner.Increase()
+		}
+		s.grow(acked, c.MSS, f)
 	}
 	if !c.DisableRACK {
 		s.armTLP(now)
@@ -209,8 +223,10 @@ func (q *Conn) onAck(now mtime.Time, ack uint64, sacks []span, ece, dup bool) {
 }
 
 // enterRecovery opens a loss episode, unless one is open: the window
-// halves once (RFC 6675 §5, RFC 5681 §3.2).
-func (q *Conn) enterRecovery() {
+// halves once (RFC 6675 §5, RFC 5681 §3.2), and the first lost segment
+// is resent at once, whatever the window (RFC 6675 §5 step 4.3, RFC 5681
+// §3.2 step 4: the fast retransmit).
+func (q *Conn) enterRecovery(now mtime.Time) {
 	s, mss := &q.snd, q.ep.cfg.MSS
 	if s.inRecovery {
 		return
@@ -218,21 +234,31 @@ func (q *Conn) enterRecovery() {
 	s.ssthresh = max(int(s.nxt-s.una)/2, 2*mss)
 	s.cwnd = s.ssthresh
 	s.inRecovery, s.fastRecovery, s.recover = true, true, s.nxt
+	s.fastRetx = true
 	s.caAcked = 0
 	s.rack.tlpAt = mtime.Never
 	q.stats.FastRecoveries++
+	if q.owner != nil {
+		q.owner.Cut(now, false)
+	}
 }
 
-// onTimer runs the sender's timers due at now: the retransmission
-// timeout, RACK's reordering timer and the tail loss probe.
+// deadline returns the connection's next timer: the sender's or the
+// receiver's delayed ACK.
+func (q *Conn) deadline() mtime.Time { return mtime.Min(q.snd.deadline(), q.rcv.delackAt) }
+
+// onTimer runs the connection's timers due at now: the delayed ACK, the
+// retransmission timeout, RACK's reordering timer and the tail loss
+// probe.
 func (q *Conn) onTimer(now mtime.Time) {
+	q.onDelAck(now)
 	s := &q.snd
 	if s.rtoAt <= now {
 		q.onRTO(now)
 		return
 	}
 	if s.rack.at <= now && s.detect(now) {
-		q.enterRecovery()
+		q.enterRecovery(now)
 	}
 	if s.rack.tlpAt <= now {
 		s.rack.tlpAt, s.rack.tlpPending = mtime.Never, true
@@ -289,8 +315,10 @@ func (q *Conn) advance(now mtime.Time, ack uint64) int {
 		}
 		s.writes.Pop()
 		s.wNext = max(s.wNext-1, 0)
-		q.stats.WritesDone++
-		q.ep.emit(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.bytes})
+		if q.owner == nil {
+			q.stats.WritesDone++
+			q.ep.emit(verbs.Event{Kind: verbs.EventWriteDone, Time: now, QPN: q.qpn, WRID: w.id, Bytes: w.bytes})
+		}
 	}
 	if s.una >= s.nxt {
 		s.rtoAt = mtime.Never
@@ -435,14 +463,27 @@ func (s *sender) markLostRetransmits(dupThresh, mss int) bool {
 }
 
 // grow opens the window for acked bytes: slow start below ssthresh (at
-// most 2 MSS per ACK, RFC 3465's L), else one MSS per window acknowledged
-// (RFC 5681 §3.1).
-func (s *sender) grow(acked, mss int) {
+// most 2 MSS per ACK, RFC 3465's L), else f MSS per window acknowledged
+// (f = 1: RFC 5681 §3.1; an owner's coupled congestion control sets f,
+// and shrinks the window by an MSS per window when f is negative, never
+// below one MSS).
+func (s *sender) grow(acked, mss int, f float64) {
 	if s.cwnd < s.ssthresh {
 		s.cwnd += min(acked, 2*mss)
-	} else if s.caAcked += acked; s.caAcked >= s.cwnd {
-		s.caAcked -= s.cwnd
-		s.cwnd += mss
+	} else {
+		if f == 1 {
+			s.caAcked += acked
+		} else {
+			s.caAcked += int(math.Round(float64(acked) * f))
+		}
+		switch {
+		case s.caAcked >= s.cwnd:
+			s.caAcked -= s.cwnd
+			s.cwnd += mss
+		case s.caAcked <= -s.cwnd:
+			s.caAcked += s.cwnd
+			s.cwnd = max(s.cwnd-mss, mss)
+		}
 	}
 	s.cwnd = min(s.cwnd, 1<<30)
 }
@@ -498,8 +539,11 @@ func (q *Conn) onRTO(now mtime.Time) {
 		}
 	}
 	s.lossFloor = s.nxt
-	s.inRecovery, s.fastRecovery, s.recover = true, false, s.nxt
+	s.inRecovery, s.fastRecovery, s.fastRetx, s.recover = true, false, false, s.nxt
 	s.rack.at, s.rack.tlpAt, s.rack.tlpPending, s.rack.tlpOut = mtime.Never, mtime.Never, false, false
 	s.rto = min(2*s.rto, c.MaxRTO)
 	s.rtoAt = now.Add(s.rto)
+	if q.owner != nil {
+		q.owner.Cut(now, true)
+	}
 }

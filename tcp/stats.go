@@ -26,12 +26,15 @@ type Stats struct {
 	// (by SACKs of data sent after it).
 	LostRetransmits uint64
 	TailProbes      uint64 // tail loss probes sent (RACK-TLP)
+	DelayedAcks     uint64 // ACKs the delayed-ACK timer sent
 }
 
-func (s *Stats) add(o *Stats) {
+// Add accumulates o into s.
+func (s *Stats) Add(o *Stats) {
 	s.Stats.Add(&o.Stats)
 	s.FastRecoveries += o.FastRecoveries
 	s.WindowCuts += o.WindowCuts
 	s.LostRetransmits += o.LostRetransmits
 	s.TailProbes += o.TailProbes
+	s.DelayedAcks += o.DelayedAcks
 }

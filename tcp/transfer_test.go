@@ -18,25 +18,25 @@ type flow struct {
 
 // startFlow connects host a to host b and posts messages of the given
 // sizes, with a receive for each.
-func startFlow(d *dumbbell, a, b int, sizes ...uint64) *flow {
+func startFlow(d *network, a, b int, sizes ...uint64) *flow {
 	f := &flow{}
 	f.snd, f.rcv = d.connect(a, b)
 	for i, n := range sizes {
 		if err := f.rcv.PostRecv(uint64(i)); err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
-		if err := f.snd.PostWrite(d.now, verbs.WriteRequest{ID: uint64(i), Length: n}); err != nil {
-			d.t.Fatal(err)
+		if err := f.snd.PostWrite(d.Now, verbs.WriteRequest{ID: uint64(i), Length: n}); err != nil {
+			d.T.Fatal(err)
 		}
 		f.posted += n
 	}
-	d.kick(a)
+	d.Kick(a)
 	return f
 }
 
 // track counts flows' completions from the network's events.
-func track(d *dumbbell, fs ...*flow) {
-	d.onEvent = func(h int, e verbs.Event) {
+func track(d *network, fs ...*flow) {
+	d.OnEvent = func(h int, e verbs.Event) {
 		for _, f := range fs {
 			switch {
 			case e.Kind == verbs.EventWriteDone && f.snd.ep == d.eps[h] && e.QPN == f.snd.QPN():
@@ -69,8 +69,8 @@ func TestTransferCompletes(t *testing.T) {
 			f0 := startFlow(d, 0, 2, sizes...)
 			f1 := startFlow(d, 1, 2, sizes...)
 			track(d, f0, f1)
-			if !d.run(2*time.Second, func() bool { return f0.finished() && f1.finished() }) {
-				t.Fatalf("%v buffer %d: not done at %v: %+v %+v", v, buffer, d.now, *f0, *f1)
+			if !d.Run(2*time.Second, func() bool { return f0.finished() && f1.finished() }) {
+				t.Fatalf("%v buffer %d: not done at %v: %+v %+v", v, buffer, d.Now, *f0, *f1)
 			}
 			for _, f := range []*flow{f0, f1} {
 				st := f.snd.Stats()
@@ -80,9 +80,9 @@ func TestTransferCompletes(t *testing.T) {
 						v, buffer, f.writes, f.recvImms, rs.PayloadReceived, st.PayloadSent, total)
 				}
 			}
-			drops := d.sw.Counters.Drops[vswitch.DropQueueFull]
+			drops := d.Sw.Counters.Drops[vswitch.DropQueueFull]
 			rtx := f0.snd.Stats().Retransmits + f1.snd.Stats().Retransmits
-			t.Logf("%v buffer %d: %v, %d drops, %d retransmits, %d fast recoveries, %d RTOs", v, buffer, d.now, drops, rtx,
+			t.Logf("%v buffer %d: %v, %d drops, %d retransmits, %d fast recoveries, %d RTOs", v, buffer, d.Now, drops, rtx,
 				f0.snd.Stats().FastRecoveries+f1.snd.Stats().FastRecoveries, f0.snd.Stats().RetryTimeouts+f1.snd.Stats().RetryTimeouts)
 			if buffer < 1<<20 && (drops == 0 || rtx == 0) {
 				t.Errorf("%v: a %d-byte buffer dropped %d and caused %d retransmits: the test does not test recovery", v, buffer, drops, rtx)

@@ -485,7 +485,7 @@ func (d *Driver) receive(b *rxBatch) {
 		}
 		d.ep.HandleDatagram(now, dg.Plane, pkt, wireLen)
 		if d.handed++; d.handed >= flushEvery {
-			if err := d.flush(now); err != nil && d.sendErr == nil {
+			if err := d.collect(now); err != nil && d.sendErr == nil {
 				d.sendErr = err
 			}
 		}
@@ -495,11 +495,15 @@ func (d *Driver) receive(b *rxBatch) {
 }
 
 // flushEvery is how many datagrams the driver hands the endpoint before it
-// sends what they made the endpoint write. The core keeps each QP's SACKs
+// takes what they made the endpoint write. The core keeps each QP's SACKs
 // and NACKs in a queue of 32 and drops the oldest when it overflows; a
 // receive batch holds up to a thousand datagrams, and a SACK dropped while
 // a hole pins the cumulative point is never repeated, so its PSNs time out
-// at the requester. A datagram makes at most two control packets.
+// at the requester. A datagram makes at most two control packets. What is
+// taken waits in the transmit batch until the batch is full or the
+// driver has handed in everything that arrived (collect, flush): the
+// SACKs of a whole receive round leave in a few GSO datagrams, not one
+// system call per 16 datagrams received.
 const flushEvery = 16
 
 // checkSource reports whether pkt, whose outermost source address is a
@@ -547,11 +551,22 @@ func (d *Driver) route(dst [16]byte) (netip.AddrPort, bool) {
 // flush delivers the endpoint's events and sends everything it has to
 // send now, batch by batch, until neither is left.
 func (d *Driver) flush(now mtime.Time) error {
+	if err := d.collect(now); err != nil {
+		return err
+	}
+	return d.send()
+}
+
+// collect delivers the endpoint's events and moves what it has to send
+// now into the transmit batch, until neither is left, sending the batch
+// whenever it is full. What it leaves in the batch goes with the next
+// send.
+func (d *Driver) collect(now mtime.Time) error {
 	t := &d.tx
 	d.handed = 0
 	for {
 		progress := d.events(now)
-		t.reset()
+		polled := 0
 		for t.n < len(t.slots) {
 			buf := t.slots[t.n]
 			tx, ok := d.ep.PollTransmit(now, verbs.AllPorts, buf)
@@ -559,18 +574,30 @@ func (d *Driver) flush(now mtime.Time) error {
 				break
 			}
 			d.add(tx, buf[:tx.Len])
+			polled++
 		}
-		if len(t.bursts) > 0 {
-			t.sortBursts()
-			d.stats.TxBursts += uint64(len(t.bursts))
-			if err := d.bind.Send(t.bursts); err != nil {
+		if t.n == len(t.slots) {
+			if err := d.send(); err != nil {
 				return err
 			}
+			continue
 		}
-		if t.n == 0 && !progress {
+		if polled == 0 && !progress {
 			return nil
 		}
 	}
+}
+
+// send hands the transmit batch to the Bind and empties it.
+func (d *Driver) send() error {
+	t := &d.tx
+	defer t.reset()
+	if len(t.bursts) == 0 {
+		return nil
+	}
+	t.sortBursts()
+	d.stats.TxBursts += uint64(len(t.bursts))
+	return d.bind.Send(t.bursts)
 }
 
 // events hands out the endpoint's events and reports whether there were

@@ -102,6 +102,13 @@ func (b *NativeBind) openRaw(p *nativePlane, dev string) error {
 			return fmt.Errorf("binding the raw socket to device %q: %w", dev, err)
 		}
 	}
+	// Bound to the plane's address, the socket's route lookups start
+	// from it: the kernel does not choose a source address for every
+	// packet (the packet's own header names it anyway).
+	if err := unix.Bind(fd, &unix.SockaddrInet6{Addr: p.local.Addr().As16()}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("binding the raw socket to %v: %w", p.local.Addr(), err)
+	}
 	f := os.NewFile(uintptr(fd), "mrc-raw6")
 	rc, err := f.SyscallConn()
 	if err != nil {

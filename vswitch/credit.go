@@ -93,13 +93,13 @@ func (s *Switch) creditMode(p int) bool {
 	return s.credit != nil && s.qcfgs[s.ports[p].cfg].Credits > 0
 }
 
-// canSend reports whether ring r's head packet may go on port p's lane
+// canSend reports whether queue f's head packet may go on port p's lane
 // vl: it has one and, under credits, the far end has room for it.
-func (s *Switch) canSend(p, vl int, r *ring) bool {
-	if r.n == 0 {
+func (s *Switch) canSend(p, vl int, f *fifo) bool {
+	if f.n == 0 {
 		return false
 	}
-	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(r.buf[r.head].wl))
+	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(f.peek(&s.blocks).wl))
 }
 
 // victim reports whether port p is a victim of congestion rather than its
@@ -121,10 +121,10 @@ func (s *Switch) dequeueCredit(now mtime.Picos, p int) (Dequeued, bool) {
 	vl := VLControl
 	switch {
 	case s.canSend(p, VLControl, &pt.hdr):
-		e = pt.hdr.pop()
+		e = pt.hdr.pop(&s.blocks)
 		pt.hdrBytes -= int(e.wl)
 	case !pt.paused && s.canSend(p, VLData, &pt.data):
-		e = pt.data.pop()
+		e = pt.data.pop(&s.blocks)
 		pt.dataBytes -= int(e.wl)
 		vl = VLData
 	default:
@@ -151,9 +151,9 @@ func (s *Switch) dequeueCredit(now mtime.Picos, p int) (Dequeued, bool) {
 // that the caller returns those credits upstream.
 func (s *Switch) FlushCredits(p int, free func(h Handle, in, vl, wireLen int)) {
 	pt := &s.ports[p]
-	for vl, r := range [NumVLs]*ring{VLData: &pt.data, VLControl: &pt.hdr} {
-		for r.n > 0 {
-			e := r.pop()
+	for vl, f := range [NumVLs]*fifo{VLData: &pt.data, VLControl: &pt.hdr} {
+		for f.n > 0 {
+			e := f.pop(&s.blocks)
 			s.Counters.Drops[DropLinkDown]++
 			pt.counters.Dropped++
 			free(e.h, int(e.in), vl, int(e.wl))

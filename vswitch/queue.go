@@ -84,44 +84,8 @@ type PortCounters struct {
 	MaxBytes  int64  // most bytes queued at once (both queues)
 }
 
-type entry struct {
-	h  Handle
-	wl uint32
-	in int32
-	at mtime.Picos
-}
-
-// ring is a growable FIFO of entries.
-type ring struct {
-	buf  []entry
-	head int32
-	n    int32
-}
-
-func (r *ring) push(e entry) {
-	if int(r.n) == len(r.buf) {
-		nb := make([]entry, max(4, 2*len(r.buf)))
-		for i := range r.n {
-			nb[i] = r.buf[(r.head+i)%int32(len(r.buf))]
-		}
-		r.buf, r.head = nb, 0
-	}
-	r.buf[(r.head+r.n)%int32(len(r.buf))] = e
-	r.n++
-}
-
-func (r *ring) pop() entry {
-	e := r.buf[r.head]
-	r.head++
-	if int(r.head) == len(r.buf) {
-		r.head = 0
-	}
-	r.n--
-	return e
-}
-
 type port struct {
-	data, hdr ring
+	data, hdr fifo
 	dataBytes int
 	hdrBytes  int
 	cfg       uint16 // index into Switch.qcfgs
@@ -254,10 +218,10 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 		if pt.hdrBytes+v.WireLen > q.HeaderBuffer && !q.Lossless && q.Credits == 0 {
 			return s.reject(pt, v, DropHeaderFull)
 		}
-		pt.hdr.push(e)
+		pt.hdr.push(&s.blocks, e)
 		pt.hdrBytes += v.WireLen
 	} else {
-		pt.data.push(e)
+		pt.data.push(&s.blocks, e)
 		pt.dataBytes += v.WireLen
 	}
 	if s.ingress != nil && in >= 0 && in < len(s.ingress) {
@@ -294,10 +258,10 @@ func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 	var e entry
 	switch {
 	case pt.hdr.n > 0:
-		e = pt.hdr.pop()
+		e = pt.hdr.pop(&s.blocks)
 		pt.hdrBytes -= int(e.wl)
 	case pt.data.n > 0 && !pt.paused:
-		e = pt.data.pop()
+		e = pt.data.pop(&s.blocks)
 		pt.dataBytes -= int(e.wl)
 	default:
 		return Dequeued{Resume: -1}, false
@@ -324,9 +288,9 @@ func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 // by appending them to resume.
 func (s *Switch) Flush(p int, free func(Handle), resume []int) []int {
 	pt := &s.ports[p]
-	for _, r := range []*ring{&pt.hdr, &pt.data} {
+	for _, r := range []*fifo{&pt.hdr, &pt.data} {
 		for r.n > 0 {
-			e := r.pop()
+			e := r.pop(&s.blocks)
 			free(e.h)
 			s.Counters.Drops[DropLinkDown]++
 			pt.counters.Dropped++

@@ -194,6 +194,7 @@ type Switch struct {
 	defGrp  int32      // default route's group, or -1
 
 	ports     []port
+	blocks    blockPool // the ports' queues' blocks
 	qcfgs     []QueueConfig
 	ingress   []int     // lossless: bytes queued per ingress port
 	ingPaused []bool    // lossless: ingress asked to pause

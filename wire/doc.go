@@ -37,6 +37,11 @@
 // ICRC are computed over the header that carries UDP with the final
 // destination (Packet.FinalDst), so they hold along the whole path.
 //
+// Packet.Verify checks both; Packet.VerifyInto also copies a data packet's
+// payload out in the same pass. A sender of many data packets writes them
+// with a DataTemplate, whose packets are AppendPacket's, byte for byte,
+// from a template of the headers patched per packet.
+//
 // # Phantom payloads
 //
 // A simulator need not carry payload bytes. When Packet.PayloadLen exceeds

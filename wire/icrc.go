@@ -33,8 +33,10 @@ const (
 	icrcSeedHdr = 4
 	// icrcVarLen is the length of the rest, which ICRC builds on the
 	// stack: the IPv6 header after icrcSeedHdr, the UDP header and the
-	// BTH, masked.
-	icrcVarLen = IPv6Len - icrcSeedHdr + UDPLen + BTHLen
+	// BTH, masked, and the bytes after them up to the longest extension
+	// headers of a data packet, so that one pass of the carry-less
+	// multiply covers all of a data packet's headers.
+	icrcVarLen = IPv6Len - icrcSeedHdr + UDPLen + BTHLen + METHLen + TSETHLen + RETHLen + ImmDtLen
 )
 
 // icrcSeed is the CRC of the constant start of the ICRC input.
@@ -46,10 +48,19 @@ var icrcSeed = crc32.Update(0, crc32.IEEETable, []byte{
 // ICRC returns the invariant CRC of a RoCEv2 datagram carried over IPv6
 // from src to the final destination finalDst (see UDPChecksum). udp is the
 // UDP header and everything after it up to, not including, the ICRC. It
-// does not allocate: the masked headers are hashed from a stack copy in
-// software, the rest with hash/crc32, which uses the CPU's CRC
-// instructions.
+// does not allocate: the masked headers are hashed from a stack copy
+// (crcShort), the rest with hash/crc32; both use the CPU's carry-less
+// multiply where it has one.
 func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
+	crc, m := icrcHead(src, finalDst, udp)
+	return crcRest(crc, udp[m:])
+}
+
+// icrcHead starts the ICRC of udp: it returns the CRC over the constant
+// start, the IPv6 header, the masked UDP header and BTH and up to 28
+// bytes after them (what udp has of them), and the number of udp's bytes
+// it covered.
+func icrcHead(src, finalDst [16]byte, udp []byte) (crc uint32, m int) {
 	var h [icrcVarLen]byte
 	udpLen := uint16(len(udp))
 	if len(udp) >= UDPLen {
@@ -61,15 +72,15 @@ func ICRC(src, finalDst [16]byte, udp []byte) uint32 {
 	h[ipv6OffHopLimit+o] = icrcMasked
 	copy(h[ipv6OffSrc+o:], src[:])
 	copy(h[ipv6OffDst+o:], finalDst[:])
-	m := maskUDP(h[IPv6Len+o:], udp)
-	return crcRest(crcUpdate(icrcSeed, h[:IPv6Len+o+m]), udp[m:])
+	m = maskUDP(h[IPv6Len+o:], udp)
+	return crcShort(icrcSeed, h[:IPv6Len+o+m]), m
 }
 
-// maskUDP copies the UDP header and BTH at the start of udp (or what
-// there is of them) to h, masks the UDP checksum and BTH byte 4, and
+// maskUDP copies the start of udp, as much as h holds (at least the UDP
+// header and BTH), to h, masks the UDP checksum and BTH byte 4, and
 // returns the number of bytes copied.
 func maskUDP(h, udp []byte) int {
-	n := copy(h[:UDPLen+BTHLen], udp)
+	n := copy(h, udp)
 	if n >= UDPLen {
 		h[udpOffChecksum], h[udpOffChecksum+1] = icrcMasked, icrcMasked
 	}
@@ -94,7 +105,7 @@ func icrcUDP(crc uint32, udp []byte) uint32 {
 // is 40 bytes).
 func crcRest(crc uint32, p []byte) uint32 {
 	if len(p) < crcHardwareMin {
-		return crcUpdate(crc, p)
+		return crcShort(crc, p)
 	}
 	return crc32.Update(crc, crc32.IEEETable, p)
 }

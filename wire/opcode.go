@@ -30,6 +30,11 @@ func (o Opcode) IsData() bool { return o >= OpWriteFirst && o <= OpWriteOnlyImm 
 // HasImm reports whether packets with opcode o carry an ImmDt header.
 func (o Opcode) HasImm() bool { return o == OpWriteLastImm || o == OpWriteOnlyImm }
 
+// EndsMessage reports whether o is the last packet of a WRITE.
+func (o Opcode) EndsMessage() bool {
+	return o == OpWriteLast || o == OpWriteLastImm || o == OpWriteOnly || o == OpWriteOnlyImm
+}
+
 // Known reports whether o is an MRC opcode this package decodes.
 func (o Opcode) Known() bool {
 	return o.HeaderLen(false) != BTHLen

@@ -212,23 +212,59 @@ func AppendPacket(b []byte, p *Packet, payload []byte) []byte {
 	}
 	p.putExt(w[UDPLen+BTHLen : UDPLen+hlen])
 
-	if !p.Trimmed && n > len(payload) {
-		return b // phantom payload
-	}
-	final := p.Final()
 	if !p.Trimmed {
-		b = append(b, payload...)
-		b = append(b, zeroPad[:pad(n)]...)
-		if p.NoCRC {
-			return binary.LittleEndian.AppendUint32(b, 0)
+		if n > len(payload) {
+			return b // phantom payload
 		}
-		b = binary.LittleEndian.AppendUint32(b, ICRC(p.IP.Src, final, b[udpOff:]))
+		return appendWhole(b, udpOff, udpLen, p.IP.Src, p.Final(), payload, p.NoCRC)
 	}
-	if p.NoCRC {
-		return b
+	if !p.NoCRC {
+		c := UDPChecksum(p.IP.Src, p.Final(), b[udpOff:])
+		binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)
 	}
-	c := UDPChecksum(p.IP.Src, final, b[udpOff:])
+	return b
+}
+
+// appendWhole ends a packet whose headers b holds, its UDP header at
+// udpOff with length udpLen and checksum zero: it appends payload, the pad
+// and the ICRC and writes the UDP checksum, over src and the final
+// destination final; with noCRC, both are zero (Packet.NoCRC).
+func appendWhole(b []byte, udpOff, udpLen int, src, final [16]byte, payload []byte, noCRC bool) []byte {
+	if !noCRC && len(payload) >= foldBlock {
+		return appendPayloadChecked(b, udpOff, udpLen, src, final, payload)
+	}
+	b = append(b, payload...)
+	b = append(b, zeroPad[:pad(len(payload))]...)
+	if noCRC {
+		return binary.LittleEndian.AppendUint32(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint32(b, ICRC(src, final, b[udpOff:]))
+	c := UDPChecksum(src, final, b[udpOff:])
 	binary.BigEndian.PutUint16(b[udpOff+udpOffChecksum:], c)
+	return b
+}
+
+// appendPayloadChecked is AppendPacket's end for a payload of a block or
+// more: b holds the packet up to the payload, its UDP header at udpOff
+// with length udpLen (checksum zero). It copies the payload in while it
+// sums and CRCs it (sumCRC), then appends the padding and the ICRC and
+// writes the UDP checksum: the bytes AppendPacket's other path writes,
+// with one pass over the payload instead of three.
+func appendPayloadChecked(b []byte, udpOff, udpLen int, src, final [16]byte, payload []byte) []byte {
+	hdrEnd := len(b)
+	n := len(payload)
+	b, w := grow(b, n+pad(n)+ICRCLen)
+	udp := b[udpOff:]
+	crc, m := icrcHead(src, final, udp[:hdrEnd-udpOff])
+	crc = crcRest(crc, udp[m:hdrEnd-udpOff])
+	s := pseudoSum(&src, &final, udpLen)
+	s = sum(udpHead(s, udp), udp[UDPLen:hdrEnd-udpOff])
+	s, crc = sumCRC(w[:n], s, crc, payload)
+	clear(w[n : n+pad(n)])
+	crc = crcRest(crc, w[n:n+pad(n)])
+	binary.LittleEndian.PutUint32(w[n+pad(n):], crc)
+	s = sum(s, w[n+pad(n):])
+	binary.BigEndian.PutUint16(udp[udpOffChecksum:], finish(s))
 	return b
 }
 
@@ -282,6 +318,22 @@ func (p *Packet) putExt(w []byte) {
 // the headers decoded so far.
 func (p *Packet) Decode(b []byte) error {
 	*p = Packet{}
+	if len(b) >= IPv6Len && b[ipv6OffVerTC]>>4 == ipv6Version && b[ipv6OffNextHeader] == ProtoUDP {
+		// The common case, IPv6 | UDP, in a straight line.
+		h := (*[IPv6Len]byte)(b)
+		vtf := binary.BigEndian.Uint32(h[:])
+		ip := &p.IP
+		ip.TrafficClass, ip.FlowLabel = uint8(vtf>>20), vtf&FlowLabelMask
+		ip.PayloadLen, ip.NextHeader, ip.HopLimit = binary.BigEndian.Uint16(h[ipv6OffPayloadLen:]), ProtoUDP, h[ipv6OffHopLimit]
+		ip.Src, ip.Dst = *(*[16]byte)(h[ipv6OffSrc:]), *(*[16]byte)(h[ipv6OffDst:])
+		return p.decodeUDP(b, IPv6Len, IPv6Len+int(ip.PayloadLen))
+	}
+	return p.decodeHeaders(b)
+}
+
+// decodeHeaders is Decode for any datagram (the IPv6 headers in general:
+// an SRH, an inner header), on a zero p.
+func (p *Packet) decodeHeaders(b []byte) error {
 	off, err := p.IP.Decode(b)
 	if err != nil {
 		return err
@@ -313,29 +365,36 @@ func (p *Packet) Decode(b []byte) error {
 	if nh != ProtoUDP {
 		return ErrUnsupported
 	}
-	udpOff := off
-	if _, err := p.UDP.Decode(b[off:]); err != nil {
+	return p.decodeUDP(b, off, end)
+}
+
+// decodeUDP is the rest of Decode from the UDP header on, which starts
+// at b[udpOff:]; the datagram ends at b[end] by the outermost header's
+// length.
+func (p *Packet) decodeUDP(b []byte, udpOff, end int) error {
+	if _, err := p.UDP.Decode(b[udpOff:]); err != nil {
 		return err
 	}
 	if p.UDP.Length < UDPLen || udpOff+int(p.UDP.Length) != end {
 		return ErrInvalid
 	}
-	off += UDPLen
+	off := udpOff + UDPLen
 	if _, err := p.BTH.Decode(b[off:]); err != nil {
 		return err
 	}
 	op := p.BTH.Opcode
-	if !op.Known() {
+	x := op.exts(p.BTH.TS)
+	if x.Len == 0 { // not Known
 		return ErrUnsupported
 	}
-	hdrEnd := udpOff + UDPLen + op.HeaderLen(p.BTH.TS)
+	hdrEnd := off + BTHLen + int(x.Len)
 	if hdrEnd > len(b) {
 		return ErrTruncated
 	}
 	if hdrEnd > end {
 		return ErrInvalid
 	}
-	p.decodeExt(b[off+BTHLen : hdrEnd])
+	p.decodeExt(b[off+BTHLen:hdrEnd], x)
 
 	rem := end - hdrEnd
 	if rem == 0 {
@@ -359,17 +418,19 @@ func (p *Packet) Decode(b []byte) error {
 	return nil
 }
 
-// decodeExt decodes the extension headers of the opcode from b, which
-// holds exactly Opcode.HeaderLen - BTHLen bytes, so no decode can fail.
-func (p *Packet) decodeExt(b []byte) {
-	x := p.BTH.Opcode.exts(p.BTH.TS)
+// decodeExt decodes the extension headers x lays out from b, which holds
+// exactly their length, so no decode can fail.
+func (p *Packet) decodeExt(b []byte, x *Exts) {
 	switch {
-	case x.METH >= 0: // data
-		_, _ = p.METH.Decode(b[x.METH:])
+	case x.METH >= 0: // data: METH, [TSETH], RETH, [ImmDt], in a straight line
+		m := (*[METHLen]byte)(b)
+		p.METH.RQMSN, p.METH.MSN = binary.BigEndian.Uint16(m[methOffRQMSN:]), binary.BigEndian.Uint16(m[methOffMSN:])
 		if x.TSETH >= 0 {
 			_, _ = p.TSETH.Decode(b[x.TSETH:])
 		}
-		_, _ = p.RETH.Decode(b[x.RETH:])
+		r := (*[RETHLen]byte)(b[x.RETH:])
+		p.RETH.VA, p.RETH.RKey = binary.BigEndian.Uint64(r[rethOffVA:]), binary.BigEndian.Uint32(r[rethOffRKey:])
+		p.RETH.DMALen = binary.BigEndian.Uint32(r[rethOffDMALen:])
 		if x.ImmDt >= 0 {
 			_, _ = p.Imm.Decode(b[x.ImmDt:])
 		}
@@ -415,6 +476,16 @@ func (p *Packet) Verify(b []byte) error {
 	}
 	udp := b[udpOff:end]
 	final := p.Final()
+	if !p.Trimmed && len(udp) >= fuseMin && len(udp)%2 == 0 {
+		c, icrc := udpChecks(p.IP.Src, final, udp)
+		switch {
+		case c != binary.BigEndian.Uint16(udp[udpOffChecksum:]):
+			return ErrChecksum
+		case icrc != binary.LittleEndian.Uint32(udp[len(udp)-ICRCLen:]):
+			return ErrICRC
+		}
+		return nil
+	}
 	if UDPChecksum(p.IP.Src, final, udp) != binary.BigEndian.Uint16(udp[udpOffChecksum:]) {
 		return ErrChecksum
 	}
@@ -426,6 +497,40 @@ func (p *Packet) Verify(b []byte) error {
 	}
 	n := len(udp) - ICRCLen
 	if ICRC(p.IP.Src, final, udp[:n]) != binary.LittleEndian.Uint32(udp[n:]) {
+		return ErrICRC
+	}
+	return nil
+}
+
+// VerifyInto is Verify for a data packet that also copies its payload,
+// PayloadLen bytes, into dst, in the same pass over the bytes where it
+// can. It returns what Verify returns. On success dst holds the payload;
+// on an error dst's first PayloadLen bytes are undefined: they may hold
+// some, all or none of the payload's bytes, so the caller must pass a
+// dst where any bytes are acceptable. dst must hold PayloadLen bytes. It
+// does not allocate. The core does not use it: a packet that fails
+// verification must leave a QP's memory untouched (docs/security.md), so
+// dst there could only be a staging buffer, and a second copy costs what
+// the shared pass saves.
+func (p *Packet) VerifyInto(b, dst []byte) error {
+	n := p.PayloadLen
+	dst = dst[:n]
+	udpOff := p.udpOffset()
+	end := udpOff + int(p.UDP.Length)
+	at := UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS) // the payload, in udp
+	if p.Trimmed || n < foldBlock || len(p.Payload) != n || end > len(b) || at+n+ICRCLen > int(p.UDP.Length) {
+		err := p.Verify(b)
+		if err == nil {
+			copy(dst, p.Payload)
+		}
+		return err
+	}
+	udp := b[udpOff:end]
+	c, icrc := udpChecksCopy(dst, p.IP.Src, p.Final(), udp, at, n)
+	switch {
+	case c != binary.BigEndian.Uint16(udp[udpOffChecksum:]):
+		return ErrChecksum
+	case icrc != binary.LittleEndian.Uint32(udp[len(udp)-ICRCLen:]):
 		return ErrICRC
 	}
 	return nil

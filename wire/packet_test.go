@@ -536,8 +536,12 @@ func FuzzPacket(f *testing.F) {
 		f.Add(AppendPacket(nil, &p, nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p Packet
-		if err := p.Decode(b); err != nil {
+		var p, general Packet
+		err := p.Decode(b)
+		if gerr := general.decodeHeaders(b); gerr != err || !reflect.DeepEqual(general, p) {
+			t.Fatalf("Decode and the general decoder differ: %v, %v\n%+v\n%+v", err, gerr, p, general)
+		}
+		if err != nil {
 			if !isSentinel(err) {
 				t.Fatalf("Decode: %v", err)
 			}
@@ -546,7 +550,13 @@ func FuzzPacket(f *testing.F) {
 		if len(p.Payload) > p.PayloadLen || p.PayloadLen < 0 || (p.Trimmed && (p.PayloadLen != 0 || p.HasICRC)) {
 			t.Fatalf("payload %d of %d, Trimmed %v, HasICRC %v", len(p.Payload), p.PayloadLen, p.Trimmed, p.HasICRC)
 		}
-		_ = p.Verify(b) // must not panic
+		verr := p.Verify(b) // must not panic
+		if p.BTH.Opcode.IsData() {
+			dst := make([]byte, p.PayloadLen)
+			if err := p.VerifyInto(b, dst); err != verr || err == nil && !bytes.Equal(dst, p.Payload) {
+				t.Fatalf("VerifyInto: %v (payload copied: %v), Verify: %v", err, bytes.Equal(dst, p.Payload), verr)
+			}
+		}
 		b2 := AppendPacket(nil, &p, p.Payload)
 		phantom := len(p.Payload) < p.PayloadLen
 		want := p.Len()

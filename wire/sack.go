@@ -17,7 +17,7 @@ const (
 // SETH layout, from the spec (digest §3.2 [S]). Bytes 0-1 are the common
 // type/next_hdr prefix (see putTypeNext).
 const (
-	sethOffFlags      = 1  // next_hdr[0] b7 | M b6-5 | resv b4-2 | pr b1 | resv b0
+	sethOffFlags      = 1  // next_hdr[0] b7 | M b6-5 | resv b4-2 | pr b1 | rtx b0 (ours)
 	sethOffAckOffset  = 2  // ack_psn_offset, signed 16 bits
 	sethOffEntropy    = 4  // entropy (reflected EV), 32 bits
 	sethOffSPDCID     = 8  // spdcid, 16 bits
@@ -32,9 +32,10 @@ const (
 	sethMShift = 5
 	sethMMask  = 0x3
 	sethPR     = 0x02
-	// SETHResvMask selects the reserved bits of SETH byte 1 (b4-2, b0),
+	sethRtx    = 0x01
+	// SETHResvMask selects the reserved bits of SETH byte 1 (b4-2),
 	// which SACK.Resv1 holds in place.
-	SETHResvMask = 0x1D
+	SETHResvMask = 0x1C
 
 	// MPRUnit is the number of PSNs in one unit of the mpr field.
 	MPRUnit = 128
@@ -148,6 +149,7 @@ type SACK struct {
 	M            SackMode // 2 bits
 	Resv1        uint8    // reserved bits of byte 1, in place (SETHResvMask)
 	PR           bool     // probe response: this SACK answers a reliability probe
+	Rtx          bool     // its trigger was a retransmission (BTH.rtx); ours, in a reserved bit (docs/wire.md)
 	AckPSNOffset int16    // PSN that triggered this SACK, relative to CackPSN
 	Entropy      EV       // the EV of the acknowledged packet, reflected
 	SPDCID       uint16   // source PDC id
@@ -173,7 +175,7 @@ func (s *SACK) Append(b []byte) []byte {
 func (s *SACK) put(w []byte) {
 	w = w[:SACKLen]
 	putTypeNext(w, s.Type, s.NextHdr)
-	w[sethOffFlags] |= (uint8(s.M)&sethMMask)<<sethMShift | flag(s.PR, sethPR) | s.Resv1&SETHResvMask
+	w[sethOffFlags] |= (uint8(s.M)&sethMMask)<<sethMShift | flag(s.PR, sethPR) | flag(s.Rtx, sethRtx) | s.Resv1&SETHResvMask
 	binary.BigEndian.PutUint16(w[sethOffAckOffset:], uint16(s.AckPSNOffset))
 	binary.BigEndian.PutUint32(w[sethOffEntropy:], uint32(s.Entropy))
 	binary.BigEndian.PutUint16(w[sethOffSPDCID:], s.SPDCID)
@@ -199,6 +201,7 @@ func (s *SACK) Decode(b []byte) (int, error) {
 	s.M = SackMode(f >> sethMShift & sethMMask)
 	s.Resv1 = f & SETHResvMask
 	s.PR = f&sethPR != 0
+	s.Rtx = f&sethRtx != 0
 	s.AckPSNOffset = int16(binary.BigEndian.Uint16(b[sethOffAckOffset:]))
 	s.Entropy = EV(binary.BigEndian.Uint32(b[sethOffEntropy:]))
 	s.SPDCID = binary.BigEndian.Uint16(b[sethOffSPDCID:])

@@ -4,7 +4,7 @@ import "testing"
 
 // goldenSACK and its encoding, written out field by field.
 var goldenSACK = SACK{
-	Type: 0xA, NextHdr: 0x15, M: SackSkipOnce, Resv1: 0x01, PR: true,
+	Type: 0xA, NextHdr: 0x15, M: SackSkipOnce, PR: true, Rtx: true,
 	AckPSNOffset: -2, Entropy: 0x12345678, SPDCID: 0x0102, DPDCID: 0x0304,
 	CackPSN: 4, CCType: 0x2, CCFlags: 0x5, MPR: 8, SackOffset: 1,
 	SackBitmap: 0x76, // bits 0..6 = 0110111: PSN 5 missing, 6 7, 8 missing, 9 10 11
@@ -13,7 +13,7 @@ var goldenSACK = SACK{
 
 var goldenSACKBytes = []byte{
 	0xAA,       // type=0xA (b7-4) | next_hdr[4:1]=0b1010
-	0xA3,       // next_hdr[0]=1 (b7) | M=01 SKIP_ONCE (b6-5) | resv=000 | pr=1 (b1) | resv=1 (b0)
+	0xA3,       // next_hdr[0]=1 (b7) | M=01 SKIP_ONCE (b6-5) | resv=000 | pr=1 (b1) | rtx=1 (b0)
 	0xFF, 0xFE, // ack_psn_offset = -2
 	0x12, 0x34, 0x56, 0x78, // entropy
 	0x01, 0x02, // spdcid
@@ -46,6 +46,36 @@ func TestSACK(t *testing.T) {
 		0, 0, 0, 0, 0, 0, 0, 1, // sack_bitmap: only the LSB, bit 0 (base)
 		0, 0, 0, 0, 0, 0, 0, 0, // CC_STATE
 	})
+}
+
+// TestSACKRtxFlag decodes SETH byte 1 from hand-written bytes: b0 is the
+// rtx flag (ours: the SACK's trigger was a retransmission), b4-2 stay
+// reserved and are kept as they came.
+func TestSACKRtxFlag(t *testing.T) {
+	for _, c := range []struct {
+		b1      byte
+		rtx, pr bool
+		resv1   uint8
+		m       SackMode
+	}{
+		{b1: 0x01, rtx: true},
+		{b1: 0x03, rtx: true, pr: true},
+		{b1: 0x1C, resv1: 0x1C},
+		{b1: 0x21, rtx: true, m: SackSkipOnce},
+	} {
+		b := make([]byte, SACKLen)
+		b[1] = c.b1
+		var s SACK
+		if _, err := s.Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		if s.Rtx != c.rtx || s.PR != c.pr || s.Resv1 != c.resv1 || s.M != c.m {
+			t.Errorf("byte 1 %#02x: rtx %v pr %v resv1 %#x m %v, want %v %v %#x %v", c.b1, s.Rtx, s.PR, s.Resv1, s.M, c.rtx, c.pr, c.resv1, c.m)
+		}
+		if got := s.Append(nil); got[1] != c.b1 {
+			t.Errorf("byte 1 %#02x encodes back as %#02x", c.b1, got[1])
+		}
+	}
 }
 
 func TestCCState(t *testing.T) {

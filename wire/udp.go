@@ -67,12 +67,17 @@ func (h *UDP) Decode(b []byte) (int, error) {
 func UDPChecksum(src, finalDst [16]byte, udp []byte) uint16 {
 	s := pseudoSum(&src, &finalDst, len(udp))
 	if len(udp) >= UDPLen {
-		s = add(s, binary.BigEndian.Uint64(udp)&^0xFFFF) // checksum field as zero
-		s = sum(s, udp[UDPLen:])
+		s = sum(udpHead(s, udp), udp[UDPLen:])
 	} else {
 		s = sum(s, udp)
 	}
 	return finish(s)
+}
+
+// udpHead adds the UDP header at the start of udp, its checksum field as
+// zero, to s.
+func udpHead(s uint64, udp []byte) uint64 {
+	return add(s, binary.BigEndian.Uint64(udp)&^0xFFFF)
 }
 
 // finish turns an accumulated sum into the checksum to send.

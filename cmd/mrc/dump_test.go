@@ -434,7 +434,7 @@ var tsharkFields = []string{
 	"mrc.bth.opcode", "mrc.bth.destqp", "mrc.bth.psn", "mrc.bth.rtx", "mrc.bth.a", "mrc.bth.ts", "mrc.bth.padcnt",
 	"mrc.ev", "mrc.ev.plane", "mrc.ev.path",
 	"mrc.meth.msn", "mrc.reth.va", "mrc.reth.rkey", "mrc.reth.dma_len", "mrc.immdt", "mrc.payload_len", "mrc.trimmed", "mrc.icrc",
-	"mrc.seth.cack_psn", "mrc.seth.sack_offset", "mrc.seth.sack_bitmap", "mrc.seth.sacked", "mrc.seth.m", "mrc.seth.pr",
+	"mrc.seth.cack_psn", "mrc.seth.sack_offset", "mrc.seth.sack_bitmap", "mrc.seth.sacked", "mrc.seth.m", "mrc.seth.pr", "mrc.seth.rtx",
 	"mrc.seth.entropy", "mrc.seth.entropy.plane", "mrc.seth.entropy.path", "mrc.cc.rcvd_bytes",
 	"mrc.neth.reason", "mrc.neth.ce", "mrc.neth.nack_psn", "mrc.neth.entropy", "mrc.neth.entropy.plane", "mrc.neth.entropy.path",
 	"mrc.peth.probe_id", "mrc.erth.op", "mrc.erth.port_status_mask", "mrc.eeth.op", "mrc.eeth.tx_timestamp", "mrc.eeth.port_status_mask",
@@ -565,6 +565,7 @@ func TestWiresharkDissector(t *testing.T) {
 			want["mrc.seth.sacked"] = sackedRanges(s)
 			want["mrc.seth.m"] = strconv.Itoa(int(s.M))
 			want["mrc.seth.pr"] = b2s(s.PR)
+			want["mrc.seth.rtx"] = b2s(s.Rtx)
 			want["mrc.seth.entropy"] = fmt.Sprintf("0x%08x", uint32(s.Entropy))
 			want["mrc.seth.entropy.plane"] = strconv.Itoa(wire.EV(uint32(s.Entropy)).Plane())
 			want["mrc.seth.entropy.path"] = strconv.Itoa(wire.EV(uint32(s.Entropy)).Path())
@@ -638,6 +639,7 @@ func TestWiresharkDissectorEdgeCases(t *testing.T) {
 		{"sack", "mrc.seth.sacked", "6-7,9-11,68"},
 		{"sack", "mrc.seth.m", "1"},
 		{"sack", "mrc.seth.pr", "1"},
+		{"sack", "mrc.seth.rtx", "1"},
 		{"nack", "mrc.neth.reason", "0x06"},
 		{"nack_unknown_reason", "mrc.neth.reason", "0x42"},
 		{"nack", "mrc.neth.ce", "1"},

@@ -72,6 +72,8 @@ func startPerfServer(t *testing.T, extra ...string) (addr string, cmd *exec.Cmd,
 type perfResult struct {
 	Gbps        float64 `json:"gbps"`
 	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	StartUnix   int64   `json:"start_unix_ns"`
 	Verified    bool    `json:"verified"`
 	Retransmits uint64  `json:"retransmits"`
 	Trims       uint64  `json:"trims"`
@@ -253,9 +255,22 @@ func TestPerfNoServer(t *testing.T) {
 // must give up after its retry budget and the client exit 1 with one clear
 // line.
 func TestPerfPeerVanishes(t *testing.T) {
-	addr, cmd, _ := startPerfServer(t)
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no loopback IPv6: %v", err)
+	}
+	metrics := ln.Addr().String()
+	ln.Close()
+	addr, cmd, _ := startPerfServer(t, "--metrics", metrics)
 	go func() {
-		time.Sleep(1500 * time.Millisecond) // well into the transfer
+		// Freeze the server once data has reached it, however slowly the
+		// machine starts the client: before the transfer, the client's
+		// handshake would time out instead.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if receivedPayload(metrics) > 0 {
+				break
+			}
+		}
 		cmd.Process.Signal(syscall.SIGSTOP)
 	}()
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT) })
@@ -270,12 +285,46 @@ func TestPerfPeerVanishes(t *testing.T) {
 	}
 }
 
-// BenchmarkPerfLoopback is the loopback benchmark of docs/udpio.md: one
-// `mrc perf` connection with the server pinned to CPU 0 and the client to
-// CPU 1 (when taskset exists), against the kernel-TCP baseline (`--tcp`:
-// the same chunks and byte checks over one TCP connection) measured in
-// the same run, alternating. It reports the medians of -perfruns runs of
-// each. Run it with
+// receivedPayload returns the payload bytes a perf server serving Prometheus
+// metrics on addr has received, or 0 when it cannot tell yet.
+func receivedPayload(addr string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var total float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "mrc_qp_payload_bytes_received_total") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+// BenchmarkPerfLoopback is the loopback benchmark of docs/udpio.md: `mrc
+// perf` against the kernel-TCP baseline (`--tcp`: the same chunks and
+// byte checks over one TCP connection), in rounds that run every case
+// once, back to back, so each MRC figure has a TCP figure taken moments
+// apart. Cases (-perfcases):
+//
+//   - mrc, tcp: one connection, the server pinned to CPU 0 and the client
+//     to CPU 1 (when taskset exists);
+//   - mrc-x2, tcp-x2: two connections at once, crosswise (server A and
+//     client B on CPU 0, client A and server B on CPU 1); the figure is
+//     both connections' bytes over the time from the first start to the
+//     last end;
+//   - mrc-mtu8k, mrc-mtu8k-skipicrc: one connection with 8 KiB packets,
+//     and without the receivers' checksum and ICRC checks.
+//
+// Every run must verify every byte, or the benchmark fails. It reports
+// the median of -perfruns rounds of each case, and as paired ratios the
+// median over rounds of mrc/tcp and of x2/x1 (a two-connection figure
+// over its round's one-connection figure). Run it with
 //
 //	go test ./cmd/mrc -run '^$' -bench PerfLoopback -benchtime 1x
 func BenchmarkPerfLoopback(b *testing.B) {
@@ -285,61 +334,103 @@ func BenchmarkPerfLoopback(b *testing.B) {
 		}
 		return append([]string{"taskset", "-c", cpu}, args...)
 	}
-	run := func(extra ...string) float64 {
-		srvArgs := pin("0", mrcBin, "perf", "server", "--addr", "[::1]:0", "--once")
+	// start runs a server pinned to srvCPU and returns its address.
+	start := func(srvCPU string) string {
+		srvArgs := pin(srvCPU, mrcBin, "perf", "server", "--addr", "[::1]:0", "--once")
 		srv := exec.Command(srvArgs[0], srvArgs[1:]...)
 		out, _ := srv.StdoutPipe()
 		if err := srv.Start(); err != nil {
 			b.Fatal(err)
 		}
-		defer srv.Wait()
-		defer srv.Process.Kill()
+		b.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 		line, err := bufio.NewReader(out).ReadString('\n')
 		if err != nil {
 			b.Fatal(err)
 		}
-		addr := strings.TrimSpace(strings.TrimPrefix(line, "mrc perf server: listening on "))
-		cliArgs := pin("1", append([]string{mrcBin, "perf", "client", "--addr", addr, "--json", "-"}, extra...)...)
+		return strings.TrimSpace(strings.TrimPrefix(line, "mrc perf server: listening on "))
+	}
+	// client runs a client pinned to cpu against addr.
+	client := func(cpu, addr string, extra []string) perfResult {
+		cliArgs := pin(cpu, append([]string{mrcBin, "perf", "client", "--addr", addr, "--json", "-"}, extra...)...)
 		stdout, err := exec.Command(cliArgs[0], cliArgs[1:]...).Output()
 		if err != nil {
 			b.Fatalf("%v: %v", cliArgs, err)
 		}
 		var r perfResult
-		if err := json.Unmarshal(stdout, &r); err != nil || !r.Verified {
+		if err := json.Unmarshal(stdout, &r); err != nil || !r.Verified || r.StartUnix == 0 {
 			b.Fatalf("%v: %v %+v", cliArgs, err, r)
 		}
-		return r.Gbps
+		return r
 	}
-	median := func(v []float64) float64 {
-		sort.Float64s(v)
-		return v[len(v)/2]
+	one := func(extra []string) float64 {
+		return client("1", start("0"), extra).Gbps
 	}
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"mrc", []string{"--bytes", *perfBytes}},
-		{"mrc-mtu8k", []string{"--bytes", *perfBytes, "--mtu", "8192"}},
-		{"mrc-mtu8k-skipicrc", []string{"--bytes", *perfBytes, "--mtu", "8192", "--skip-icrc"}},
-		{"tcp", []string{"--bytes", *perfBytes, "--tcp"}},
+	two := func(extra []string) float64 {
+		addrs := [2]string{start("0"), start("1")}
+		var rs [2]perfResult
+		done := make(chan int)
+		for i, cpu := range []string{"1", "0"} {
+			go func() { rs[i] = client(cpu, addrs[i], extra); done <- i }()
+		}
+		<-done
+		<-done
+		first := min(rs[0].StartUnix, rs[1].StartUnix)
+		last := max(float64(rs[0].StartUnix)+rs[0].Seconds*1e9, float64(rs[1].StartUnix)+rs[1].Seconds*1e9)
+		return float64(rs[0].Bytes+rs[1].Bytes) * 8 / (last - float64(first))
 	}
-	res := make([][]float64, len(cases))
+	bytes := []string{"--bytes", *perfBytes}
+	cases := map[string]func() float64{
+		"mrc":                func() float64 { return one(bytes) },
+		"tcp":                func() float64 { return one(append(bytes, "--tcp")) },
+		"mrc-x2":             func() float64 { return two(bytes) },
+		"tcp-x2":             func() float64 { return two(append(bytes, "--tcp")) },
+		"mrc-mtu8k":          func() float64 { return one(append(bytes, "--mtu", "8192")) },
+		"mrc-mtu8k-skipicrc": func() float64 { return one(append(bytes, "--mtu", "8192", "--skip-icrc")) },
+	}
+	names := strings.Split(*perfCases, ",")
+	for _, n := range names {
+		if cases[n] == nil {
+			b.Fatalf("-perfcases: no case %q", n)
+		}
+	}
+	res := map[string][]float64{}
 	for b.Loop() {
 		for range *perfRuns {
-			for i, c := range cases {
-				res[i] = append(res[i], run(c.args...))
+			for _, n := range names {
+				res[n] = append(res[n], cases[n]())
 			}
 		}
 	}
-	for i, c := range cases {
-		b.Logf("%s: %.2f Gbit/s median of %v", c.name, median(append([]float64(nil), res[i]...)), res[i])
-		b.ReportMetric(median(res[i]), c.name+"-Gbit/s")
+	median := func(v []float64) float64 {
+		v = append([]float64(nil), v...)
+		sort.Float64s(v)
+		return v[len(v)/2]
 	}
+	// ratio reports the median over rounds of a's figure over b's.
+	ratio := func(a, b2, metric string) {
+		if res[a] == nil || res[b2] == nil {
+			return
+		}
+		var r []float64
+		for i := range res[a] {
+			r = append(r, res[a][i]/res[b2][i])
+		}
+		b.Logf("%s: median %.2f of %.2f", metric, median(r), r)
+		b.ReportMetric(median(r), metric)
+	}
+	for _, n := range names {
+		b.Logf("%s: %.2f Gbit/s median of %.2f", n, median(res[n]), res[n])
+		b.ReportMetric(median(res[n]), n+"-Gbit/s")
+	}
+	ratio("mrc", "tcp", "mrc/tcp")
+	ratio("mrc-x2", "mrc", "mrc-x2/x1")
+	ratio("tcp-x2", "tcp", "tcp-x2/x1")
 }
 
 var (
 	perfRuns  = flag.Int("perfruns", 5, "runs of each case in BenchmarkPerfLoopback")
 	perfBytes = flag.String("perfbytes", "4GiB", "bytes per run in BenchmarkPerfLoopback")
+	perfCases = flag.String("perfcases", "mrc,tcp,mrc-x2,tcp-x2", "BenchmarkPerfLoopback's cases, comma-separated (also mrc-mtu8k, mrc-mtu8k-skipicrc)")
 )
 
 // freePort returns a loopback TCP address nobody listens on.

@@ -150,8 +150,9 @@ tseth_fields("erth")
 
 -- SETH + CC_STATE
 f.s_m      = ProtoField.uint8("mrc.seth.m", "M (EV hint)", base.DEC, sack_modes, 0x60)
-f.s_resv1  = ProtoField.uint8("mrc.seth.resv1", "Reserved", base.HEX, nil, 0x1D)
+f.s_resv1  = ProtoField.uint8("mrc.seth.resv1", "Reserved", base.HEX, nil, 0x1C)
 f.s_pr     = ProtoField.bool("mrc.seth.pr", "Probe response", 8, nil, 0x02)
+f.s_rtx    = ProtoField.bool("mrc.seth.rtx", "Trigger was a retransmission (mrc)", 8, nil, 0x01)
 f.s_apo    = ProtoField.int16("mrc.seth.ack_psn_offset", "ACK PSN offset", base.DEC)
 f.s_apsn   = ProtoField.uint24("mrc.seth.ack_psn", "ACK PSN", base.DEC)
 f.s_ent    = ProtoField.uint32("mrc.seth.entropy", "Entropy (reflected EV)", base.HEX)
@@ -369,6 +370,7 @@ local function dissect_sack(tvb, t, info)
     s:add(f.s_m, tvb(1, 1))
     s:add(f.s_resv1, tvb(1, 1))
     s:add(f.s_pr, tvb(1, 1))
+    s:add(f.s_rtx, tvb(1, 1))
     local cack = tvb(13, 3):uint()
     local apo = tvb(2, 2):int()
     s:add(f.s_apo, tvb(2, 2))
@@ -410,6 +412,7 @@ local function dissect_sack(tvb, t, info)
     local m = bits(tvb(1, 1):uint(), 5, 2)
     info[#info + 1] = string.format("cack %d sacked %s m %s", cack, ranges, sack_modes[m])
     if bits(tvb(1, 1):uint(), 1, 1) == 1 then info[#info + 1] = "pr" end
+    if bits(tvb(1, 1):uint(), 0, 1) == 1 then info[#info + 1] = "rtx" end
     info[#info + 1] = "for ev " .. ev_text(ev)
 end
 

@@ -183,12 +183,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// entry is one EV's state: 8 bytes, since a large simulation holds
+// entry is one EV's state: 6 bytes, since a large simulation holds
 // hundreds of thousands of QPs with hundreds of EVs each. When its rest
-// ends lives apart (Set.skipUntil), allocated on the first rest.
+// ends lives apart (Set.skipUntil), allocated on the first rest; so does
+// the top half of its value, unless the set's values number their slots
+// there (Set.hi).
 type entry struct {
-	value uint32
-	plane uint8 // slot / per, kept to spare a division
+	lo    uint16 // the value's low 16 bits
+	plane uint8  // slot / per, kept to spare a division
 	state State
 	pos   int16 // index in its plane's active list, or -1
 }
@@ -213,10 +215,15 @@ type plane struct {
 
 // Set is one QP's EV table. It is not safe for concurrent use.
 type Set struct {
-	cfg       Config
-	per       int          // EVs per plane: plane p holds slots p*per..p*per+per-1
-	evs       []entry      // by slot
-	skipUntil []mtime.Time // by slot: when a Skip rest ends; nil until the first rest
+	cfg Config
+	per int     // EVs per plane: plane p holds slots p*per..p*per+per-1
+	evs []entry // by slot
+	// The top 16 bits of each slot's value: hi[slot], or hiBase+slot when
+	// hi is nil (the values number their slots there, as the core's EVs
+	// do: wire.NewEV).
+	hi        []uint16
+	hiBase    uint16
+	skipUntil skipEnds // by slot: when a Skip rest ends
 	// lists holds each plane's active and backup lists in one region of
 	// per slots, plane p's from p*per: the active list fills the region
 	// from its front, the backup list (a stack) from its back, its top
@@ -258,9 +265,19 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	for p := range s.planes {
 		s.planes[p].up = true
 	}
+	s.hiBase = uint16(values[0] >> 16)
+	for i, v := range values {
+		if uint16(v>>16) != s.hiBase+uint16(i) {
+			s.hi = make([]uint16, len(values))
+			for j, v := range values {
+				s.hi[j] = uint16(v >> 16)
+			}
+			break
+		}
+	}
 	for i, v := range values {
 		slot := Slot(i)
-		s.evs[i] = entry{value: v, plane: uint8(i / per), pos: -1}
+		s.evs[i] = entry{lo: uint16(v), plane: uint8(i / per), pos: -1}
 		if i%per < cfg.ActivePerPlane {
 			s.activate(slot)
 		} else {
@@ -290,7 +307,13 @@ func (s *Set) Config() Config { return s.cfg }
 func (s *Set) Len() int { return len(s.evs) }
 
 // Value returns the EV value in slot.
-func (s *Set) Value(slot Slot) uint32 { return s.evs[slot].value }
+func (s *Set) Value(slot Slot) uint32 {
+	hi := s.hiBase + uint16(slot)
+	if s.hi != nil {
+		hi = s.hi[slot]
+	}
+	return uint32(hi)<<16 | uint32(s.evs[slot].lo)
+}
 
 // Plane returns the plane of the EV in slot.
 func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
@@ -298,7 +321,7 @@ func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
 // State returns the state of the EV in slot at time now.
 func (s *Set) State(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil[slot] {
+	if e.state == Skip && now >= s.skipUntil.at(slot) {
 		return Good
 	}
 	return e.state
@@ -383,18 +406,57 @@ func (s *Set) restore(slot Slot) {
 	}
 }
 
-// rest puts the EV in slot in Skip until the given time.
-func (s *Set) rest(slot Slot, until mtime.Time) {
-	if s.skipUntil == nil {
-		s.skipUntil = make([]mtime.Time, len(s.evs))
-	}
+// rest puts the EV in slot in Skip from now until the given time.
+func (s *Set) rest(slot Slot, now, until mtime.Time) {
 	s.evs[slot].state = Skip
-	s.skipUntil[slot] = until
+	s.skipUntil.set(slot, now, until, len(s.evs))
+}
+
+// skipEnds holds when each slot's Skip rest ends, in nanoseconds after
+// base (forever: no end), allocated at the first rest: 4 bytes a slot
+// where a time takes 8. An end beyond 2^32 ns of base moves base up to
+// now, and every end before the new base (all of them past) to it; a
+// rest longer than 2^32-2 ns (4.3 s, where Config.Skip is about a round
+// trip) ends then.
+type skipEnds struct {
+	base mtime.Time
+	end  []uint32
+}
+
+const forever = ^uint32(0)
+
+// at returns when slot's rest ends; it has rested before.
+func (k *skipEnds) at(slot Slot) mtime.Time {
+	if e := k.end[slot]; e != forever {
+		return k.base + mtime.Time(e)
+	}
+	return mtime.Never
+}
+
+// set records that slot rests until t (mtime.Never: no end); now is
+// when, and n the slots in the set.
+func (k *skipEnds) set(slot Slot, now, t mtime.Time, n int) {
+	if k.end == nil {
+		k.end, k.base = make([]uint32, n), now
+	}
+	if t == mtime.Never {
+		k.end[slot] = forever
+		return
+	}
+	if t-k.base >= mtime.Time(forever) {
+		for i, e := range k.end {
+			if e != forever {
+				k.end[i] = uint32(max(k.base+mtime.Time(e), now) - now)
+			}
+		}
+		k.base = now
+	}
+	k.end[slot] = uint32(min(t-k.base, mtime.Time(forever-1)))
 }
 
 func (s *Set) notify(slot Slot, from, to State, why Reason, repl int) {
 	if s.Notify != nil {
-		s.Notify(Transition{Slot: slot, EV: s.evs[slot].value, Plane: s.Plane(slot), From: from, To: to, Reason: why, Replacement: repl})
+		s.Notify(Transition{Slot: slot, EV: s.Value(slot), Plane: s.Plane(slot), From: from, To: to, Reason: why, Replacement: repl})
 	}
 }
 
@@ -467,7 +529,7 @@ func wrap(i, n int) int {
 // settle ends an expired Skip and returns the EV's state.
 func (s *Set) settle(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil[slot] {
+	if e.state == Skip && now >= s.skipUntil.at(slot) {
 		e.state = Good
 		s.notify(slot, Skip, Good, ReasonSkipEnded, -1)
 	}
@@ -481,10 +543,10 @@ func (s *Set) settle(slot Slot, now mtime.Time) State {
 func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 	switch s.settle(slot, now) {
 	case Good:
-		s.rest(slot, now.Add(s.cfg.Skip))
+		s.rest(slot, now, now.Add(s.cfg.Skip))
 		s.notify(slot, Good, Skip, why, -1)
 	case Skip:
-		s.skipUntil[slot] = max(s.skipUntil[slot], now.Add(s.cfg.Skip)) // a suspect rests on
+		s.skipUntil.set(slot, now, max(s.skipUntil.at(slot), now.Add(s.cfg.Skip)), len(s.evs)) // a suspect rests on
 	}
 }
 
@@ -495,11 +557,11 @@ func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 	switch s.settle(slot, now) {
 	case Good:
-		s.rest(slot, mtime.Never)
+		s.rest(slot, now, mtime.Never)
 		s.notify(slot, Good, Skip, ReasonSuspect, -1)
 		return true
 	case Skip:
-		s.skipUntil[slot] = mtime.Never
+		s.skipUntil.set(slot, now, mtime.Never, len(s.evs))
 		return true
 	}
 	return false
@@ -508,9 +570,9 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 // Unsuspect ends the rest Suspect (or Doubt) began: the EV is Good
 // again, and no longer doubted.
 func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
-	if s.evs[slot].state == Skip && s.skipUntil[slot] == mtime.Never {
+	if s.evs[slot].state == Skip && s.skipUntil.at(slot) == mtime.Never {
 		s.removeDoubt(now, slot)
-		s.skipUntil[slot] = now
+		s.skipUntil.set(slot, now, now, len(s.evs))
 		s.settle(slot, now)
 	}
 }
@@ -529,10 +591,10 @@ func (s *Set) Doubt(now mtime.Time, slots []Slot) int {
 	for _, slot := range slots {
 		from := s.settle(slot, now)
 		if from != Good && from != Skip || s.doubtIndex(slot) >= 0 ||
-			from == Skip && s.skipUntil[slot] == mtime.Never { // a suspect: its own probe asks
+			from == Skip && s.skipUntil.at(slot) == mtime.Never { // a suspect: its own probe asks
 			continue
 		}
-		s.rest(slot, mtime.Never)
+		s.rest(slot, now, mtime.Never)
 		d := probe{slot: slot, lead: slot, at: now}
 		if n > 0 {
 			d.lead, d.at = lead, mtime.Never // never due: the lead's probe answers
@@ -713,13 +775,13 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 	if i := s.doubtIndex(slot); i >= 0 {
 		var group [16]Slot
 		for _, sl := range s.takeDoubts(s.doubts[i].lead, group[:0]) {
-			if s.evs[sl].state != Skip || s.skipUntil[sl] != mtime.Never {
+			if s.evs[sl].state != Skip || s.skipUntil.at(sl) != mtime.Never {
 				continue // a suspect ended the rest already
 			}
 			to := Good
 			if ecn {
 				to = Skip
-				s.skipUntil[sl] = now.Add(s.cfg.Skip)
+				s.skipUntil.set(sl, now, now.Add(s.cfg.Skip), len(s.evs))
 			}
 			s.evs[sl].state = to
 			s.notify(sl, Skip, to, ReasonProbes, -1)
@@ -743,7 +805,7 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 		to := Good
 		if ecn {
 			to = Skip
-			s.rest(sl, now.Add(s.cfg.Skip))
+			s.rest(sl, now, now.Add(s.cfg.Skip))
 		}
 		s.evs[sl].state = to
 		s.restore(sl)

@@ -424,7 +424,72 @@ func TestBackupOrder(t *testing.T) {
 // TestEntrySize guards the table's footprint: a large simulation holds
 // hundreds of thousands of QPs with 256 EVs each.
 func TestEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(entry{}); n != 8 {
-		t.Fatalf("an EV entry takes %d bytes, want 8", n)
+	if n := unsafe.Sizeof(entry{}); n != 6 {
+		t.Fatalf("an EV entry takes %d bytes, want 6", n)
+	}
+}
+
+// TestValuesKept: Value returns every value New was given, whether the
+// values number their slots in their top 16 bits (the core's EVs, whose
+// top halves the set then does not store) or not.
+func TestValuesKept(t *testing.T) {
+	cfg := Config{Planes: 2, ActivePerPlane: 3, BackupPerPlane: 2}
+	numbered := make([]uint32, 10)
+	for i := range numbered {
+		numbered[i] = (0xC000+uint32(i))<<16 | uint32(i*7+1)
+	}
+	arbitrary := []uint32{5, 0xdeadbeef, 77, 1 << 31, 3, 0xffff0000, 12, 13, 0x12345678, 99}
+	for _, tc := range []struct {
+		values []uint32
+		stored bool // the top halves are stored
+	}{{numbered, false}, {arbitrary, true}} {
+		s, err := New(cfg, tc.values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range tc.values {
+			if got := s.Value(Slot(i)); got != v {
+				t.Errorf("slot %d: value %#x, want %#x", i, got, v)
+			}
+		}
+		if stored := s.hi != nil; stored != tc.stored {
+			t.Errorf("values %#x: top halves stored %v, want %v", tc.values[:2], stored, tc.stored)
+		}
+	}
+}
+
+// TestRestsAcrossSeconds: rest ends are kept in 32-bit nanoseconds from a
+// base that moves up when an end no longer fits; a rest begun before the
+// move ends when it did, a suspect's rest still has no end, and a rest
+// after a long quiet spell ends Skip later.
+func TestRestsAcrossSeconds(t *testing.T) {
+	const skip = 100 * time.Microsecond
+	s, err := New(Config{Planes: 1, ActivePerPlane: 4, MinActive: 1, Skip: skip}, []uint32{10, 11, 12, 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := mtime.Time(1<<32 - 150_000) // the first base is 0: ends below 2^32 fit
+	s.Suspect(0, 1)
+	s.OnSkip(t0, 0, ReasonECN)              // ends at t0+skip, below 2^32
+	s.OnSkip(t0.Add(skip/2), 2, ReasonTrim) // ends beyond 2^32: the base moves
+	later := t0.Add(time.Hour)
+	for _, c := range []struct {
+		slot Slot
+		at   mtime.Time
+		want State
+	}{ // in time order, as a QP asks
+		{0, t0.Add(skip - 1), Skip},
+		{0, t0.Add(skip), Good},
+		{2, t0.Add(skip*3/2 - 1), Skip},
+		{2, t0.Add(skip * 3 / 2), Good},
+		{1, later, Skip},
+	} {
+		if got := s.State(c.slot, c.at); got != c.want {
+			t.Errorf("EV %d at %v: %v, want %v", c.slot, c.at, got, c.want)
+		}
+	}
+	s.OnSkip(later, 3, ReasonECN) // the base moves again
+	if s.State(3, later.Add(skip-1)) != Skip || s.State(3, later.Add(skip)) != Good || s.State(1, later.Add(skip)) != Skip {
+		t.Error("a rest after the base moved again does not end Skip later, or the suspect's ended")
 	}
 }

@@ -45,12 +45,12 @@ type QP struct {
 
 	// RTR
 	remoteQPN uint32
-	remote    [][16]byte // peer port addresses by plane
-	paths     PathFunc
 	// routed says the EVs' path indices choose among distinct routes to
 	// the peer (not so for a peer under the same T0): path news applies
 	// (pathshare.go).
 	routed bool
+	remote [][16]byte // peer port addresses by plane
+	paths  PathFunc
 	peer   *peer
 	rx     receiver
 

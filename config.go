@@ -94,6 +94,13 @@ type Config struct {
 	SkipICRC bool
 	// MaxQPs bounds the number of QPs (default 4096).
 	MaxQPs int
+	// PrivatePathState keeps each QP's path failures to itself, as each
+	// QP learned them before path news. The default (false) shares them:
+	// with SRv6 paths, a path or plane one QP retires after its own loss
+	// timer is doubted by the endpoint's other QPs, which rest it and probe
+	// it once before they use it again (pathshare.go, docs/spec-gaps.md
+	// row 42).
+	PrivatePathState bool
 	// Tracer, when set, receives a record of every packet event, EV and
 	// QP state change and window change (package trace). It is called
 	// synchronously and must not call back into the endpoint.

@@ -50,8 +50,9 @@ type Endpoint struct {
 	epWork  bool       // an endpoint message is due
 	epTimer mtime.Time // when the next endpoint message falls due
 
-	rfc rcvFlow   // the responder's own flow control
-	evp *evProbes // EV probes sent and answers owed (evprobe.go); nil until the first
+	rfc    rcvFlow     // the responder's own flow control
+	evp    *evProbes   // EV probes sent and answers owed (evprobe.go); nil until the first
+	faults []pathFault // paths a QP retired for loss, not seen back (pathshare.go)
 
 	dataTpl wire.DataTemplate // the headers of every data packet (writeData)
 

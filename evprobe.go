@@ -125,8 +125,9 @@ func (e *Endpoint) onEVProbeAnswer(now mtime.Time, pr *peer, p *wire.Packet) {
 }
 
 // pollEVAnswer writes the oldest owed EV_PROBE response, if a QP of its
-// peer can lend an EV on a free plane (the request's plane first). An
-// answer no QP of the peer can carry any more is dropped.
+// peer can lend an EV: of the probed path (answerEV), else on a free
+// plane, the request's first. An answer no QP of the peer can carry any
+// more is dropped.
 func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Transmit) bool {
 	ep := e.evp
 	if ep == nil || ep.nOwed == 0 {
@@ -139,7 +140,10 @@ func (e *Endpoint) pollEVAnswer(now mtime.Time, free verbs.PortMask, buf []byte,
 			continue
 		}
 		alive = true
-		slot, ok := q.pickCtrlEV(now, a.port, uint32(free&a.peer.up))
+		slot, ok, wait := q.answerEV(now, a.ev, a.port, uint32(free&a.peer.up))
+		if wait {
+			return false
+		}
 		if !ok {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/trace"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
 )
@@ -153,6 +154,45 @@ func TestSiblingEVsRetiredTogether(t *testing.T) {
 	for _, n := range retiredAt {
 		if n != siblings {
 			t.Fatalf("%d EVs retired, want the %d on the dead path", n, siblings)
+		}
+	}
+}
+
+// TestSuspectRestsItsPath: with SRv6 paths, when a packet's loss timer
+// expires its EV rests while a probe asks whether the packet arrived, and
+// so do the EVs that share its plane and path: they would lose packets
+// too. No data packet goes into the dead path from the first suspicion
+// on. (Resting the suspect EV alone, the others of its path took data
+// for another round trip, until the answer retired them all.)
+func TestSuspectRestsItsPath(t *testing.T) {
+	dead := testnet.Path{Plane: 1, Index: 2}
+	for seed := range uint64(12) {
+		var suspectAt mtime.Time
+		late := 0
+		tracer := trace.Func(func(r *trace.Record) {
+			if r.Kind == trace.EVState && r.Reason == "suspect" && r.Plane == dead.Plane && r.EV.Path() == dead.Index && suspectAt == 0 {
+				suspectAt = r.Time
+			}
+		})
+		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 2, Encap: mrc.EncapSRv6, Tracers: [2]trace.Tracer{tracer}},
+			mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 4, PathsPerPlane: 4}, mrc.RTSAttr{}, 4<<20)
+		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, _ []byte) {
+			if from == testnet.A && tx.Kind == verbs.KindData && suspectAt > 0 && now > suspectAt &&
+				(testnet.Path{Plane: tx.Port, Index: tx.EV.Path()}) == dead {
+				late++
+			}
+		}
+		x.net.KillPath(dead)
+		x.postAll(4)
+		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+			t.Fatal("unfinished")
+		}
+		x.check()
+		if suspectAt == 0 {
+			t.Fatalf("seed %d: no EV of the dead path was ever suspect; the test needs one", seed)
+		}
+		if late > 0 {
+			t.Errorf("seed %d: %d data packets went into the dead path after an EV of it became suspect at %v", seed, late, suspectAt)
 		}
 	}
 }

@@ -180,6 +180,7 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 		if !q.evs.Suspect(now, r.slot) {
 			return false
 		}
+		q.samePath(r.slot, func(o evset.Slot) { q.evs.Suspect(now, o) })
 		i = s.freeSuspect()
 		s.suspects[i] = suspect{slot: r.slot, psn: p, at: now, used: true}
 		q.ep.markReady(q)
@@ -298,6 +299,11 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 	} else {
 		s.suspects[i] = suspect{}
 		q.evs.Unsuspect(now, sp.slot)
+		q.samePath(sp.slot, func(o evset.Slot) {
+			if s.suspectOf(o) < 0 {
+				q.evs.Unsuspect(now, o)
+			}
+		})
 	}
 	if lost && !confirm {
 		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)

@@ -11,13 +11,13 @@ import (
 	"github.com/openmrc/mrc/wire"
 )
 
-// planeRetirements runs a 4 MiB transfer over two planes of eight paths
+// planeRetirements runs a transfer of size bytes over two planes of eight paths
 // with the paths dead killed, and returns, for A's EVs retired on each
 // plane, how many and at how many distinct times.
-func planeRetirements(t *testing.T, seed uint64, dead []testnet.Path) (evs, times [2]int) {
+func planeRetirements(t *testing.T, seed uint64, dead []testnet.Path, size int) (evs, times [2]int) {
 	t.Helper()
 	x := newTransfer(t, testnet.Config{Seed: seed, Planes: 2, Encap: mrc.EncapSRv6},
-		mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 8, PathsPerPlane: 8}, mrc.RTSAttr{}, 4<<20)
+		mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 8, PathsPerPlane: 8}, mrc.RTSAttr{}, size)
 	at := [2]map[mtime.Time]bool{{}, {}}
 	onEvent := x.net.OnEvent
 	x.net.OnEvent = func(s testnet.Side, ev verbs.Event) {
@@ -50,13 +50,28 @@ func TestDeadPlaneRetiredAsAWhole(t *testing.T) {
 		for i := range 8 {
 			all = append(all, testnet.Path{Plane: 1, Index: i})
 		}
-		evs, times := planeRetirements(t, seed, all)
+		evs, times := planeRetirements(t, seed, all, 4<<20)
 		if evs[1] != 16 || times[1] > 3 {
 			t.Errorf("seed %d, dead plane: %d of its 16 EVs retired, at %d different times; want all, at no more than 3", seed, evs[1], times[1])
 		}
-		evs, _ = planeRetirements(t, seed, []testnet.Path{{Plane: 1, Index: 5}})
+		evs, _ = planeRetirements(t, seed, []testnet.Path{{Plane: 1, Index: 5}}, 4<<20)
 		if evs[1] > 4 {
 			t.Errorf("seed %d, one dead path: %d EVs of its plane retired, want only the path's own (at most 4)", seed, evs[1])
+		}
+	}
+}
+
+// TestDeadPathsOfAPlaneAreNotADeadPlane: three of a plane's eight paths
+// dead (three T1s down) lose packets of one short transfer, all sent
+// before the first loss is known, while the plane's other paths deliver
+// packets sent after the lost ones. Only the dead paths are retired,
+// never the plane. (Counting only deliveries acknowledged after the
+// first loss was known, the requester took the burst for a dead plane.)
+func TestDeadPathsOfAPlaneAreNotADeadPlane(t *testing.T) {
+	for seed := range uint64(10) {
+		dead := []testnet.Path{{Plane: 1, Index: 1}, {Plane: 1, Index: 4}, {Plane: 1, Index: 6}}
+		if evs, _ := planeRetirements(t, seed, dead, 64<<10); evs[1] > 6 {
+			t.Errorf("seed %d: %d EVs of the plane retired, want only the three dead paths' (at most 6)", seed, evs[1])
 		}
 	}
 }

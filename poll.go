@@ -29,7 +29,7 @@ func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Tra
 	mask := uint32(free)
 	if q.rx.ctrlPending() {
 		c := q.rx.acks.ctrl.peek()
-		if slot, ok := q.pickCtrlEV(now, c.port, mask); ok {
+		if slot, ok := q.ctrlEV(now, c, mask); ok {
 			q.writeCtrl(now, c, slot, buf, tx)
 			q.rx.acks.ctrl.pop()
 			return pollSent
@@ -85,6 +85,58 @@ func (q *QP) hasWork(now mtime.Time) bool {
 		return false
 	}
 	return q.tx.rtxReady(q, now) || q.tx.newReady(q)
+}
+
+// ctrlEV chooses the EV for control packet c: a probe's answer goes back
+// on the probe's own path (answerEV), so that the probe asks about that
+// path alone; a SACK or NACK of data is sprayed as pickCtrlEV sprays it,
+// so that a QP that only receives still meets, and retires, a dead
+// reverse path its data never crossed.
+func (q *QP) ctrlEV(now mtime.Time, c *ctrlPkt, mask uint32) (evset.Slot, bool) {
+	if c.probe {
+		slot, ok, _ := q.answerEV(now, c.ev, c.port, mask)
+		return slot, ok
+	}
+	return q.pickCtrlEV(now, c.port, mask)
+}
+
+// mirrorEV returns an EV of q in service on the plane and path of ev,
+// the EV of a probe q answers: with SRv6 paths the same plane and path
+// index lead back through the same T1 and links the probe just crossed
+// (a failed link or switch drops both ways). The answer then says
+// whether that path works, and nothing about another: sprayed on another
+// path it could be lost to a failure the probe never met, and the probe
+// would fail for it. ok is false without SRv6 paths, or when q has no
+// such EV in service on an up plane.
+func (q *QP) mirrorEV(now mtime.Time, ev uint32) (evset.Slot, bool) {
+	if q.paths == nil {
+		return 0, false
+	}
+	plane, path := wire.EV(ev).Plane(), wire.EV(ev).Path()
+	if plane >= q.evs.Config().Planes || !q.evs.PlaneUp(plane) {
+		return 0, false
+	}
+	lo, hi := q.evs.PlaneSlots(plane)
+	for slot := lo; slot < hi; slot++ {
+		if wire.EV(q.evs.Value(slot)).Path() == path && q.evs.State(slot, now) == evset.Good {
+			return slot, true
+		}
+	}
+	return 0, false
+}
+
+// answerEV chooses the EV for the answer to a probe on EV ev that arrived
+// on port, among the planes in mask: the probe's own path (mirrorEV), or,
+// when q has no EV of it in service, a sprayed one (pickCtrlEV). wait
+// says the probe's path is there but its port is busy: the answer waits
+// for that port rather than take another path.
+func (q *QP) answerEV(now mtime.Time, ev uint32, port int, mask uint32) (slot evset.Slot, ok, wait bool) {
+	if slot, ok := q.mirrorEV(now, ev); ok {
+		free := mask&(1<<q.evs.Plane(slot)) != 0
+		return slot, free, !free
+	}
+	slot, ok = q.pickCtrlEV(now, port, mask)
+	return slot, ok, false
 }
 
 // pickCtrlEV chooses the EV for a control packet: the plane the packet it

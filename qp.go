@@ -45,10 +45,14 @@ type QP struct {
 
 	// RTR
 	remoteQPN uint32
-	remote    [][16]byte // peer port addresses by plane
-	paths     PathFunc
-	peer      *peer
-	rx        receiver
+	// routed says the EVs' path indices choose among distinct routes to
+	// the peer (not so for a peer under the same T0): path news applies
+	// (pathshare.go).
+	routed bool
+	remote [][16]byte // peer port addresses by plane
+	paths  PathFunc
+	peer   *peer
+	rx     receiver
 
 	// RTS
 	tx sender
@@ -207,9 +211,11 @@ func (q *QP) ReadyToReceive(now mtime.Time, a RTRAttr) error {
 		q.remote[i] = addr.As16()
 	}
 	q.remoteQPN, q.paths = a.RemoteQPN, a.Paths
+	q.routed = q.pathsDiffer()
 	q.rx.init(psn.PSN(a.RecvPSN), a.MPRDest, a.MaxWimmDest)
 	q.peer = e.peerFor(q)
 	q.setState(now, verbs.StateRTR)
+	q.doubtKnownFaults(now)
 	return nil
 }
 
@@ -388,7 +394,7 @@ func (q *QP) onEVTransition(t evset.Transition) {
 	}
 	switch t.To {
 	case evset.Skip:
-		if t.From == evset.Good && t.Reason != evset.ReasonSuspect {
+		if t.From == evset.Good && t.Reason != evset.ReasonSuspect && t.Reason != evset.ReasonDoubt {
 			q.stats.EVSkips++
 		}
 		return
@@ -404,6 +410,9 @@ func (q *QP) onEVTransition(t evset.Transition) {
 	}
 	if t.From == evset.AssumedBad {
 		q.stats.EVResurrected++
+		if t.Reason == evset.ReasonProbes {
+			q.ep.pathBack(q.now, q, t.Slot)
+		}
 	}
 	q.ep.emit(verbs.Event{Kind: verbs.EventEVState, Time: q.now, QPN: q.qpn, EV: wire.EV(t.EV), Plane: t.Plane, From: t.From, To: t.To, Reason: t.Reason})
 }
@@ -427,7 +436,7 @@ func (q *QP) onTimer(now mtime.Time) {
 		return
 	}
 	q.rx.onTimer(q, now)
-	q.evs.ExpireProbes(now)
+	q.doubtsFailed(now, q.evs.ExpireProbes(now, nil))
 	if q.state == verbs.StateRTS {
 		q.tx.onTimer(q, now)
 	}
@@ -465,23 +474,36 @@ func appendEVs(dst []uint32, r interface{ IntN(int) int }, plane, first, n, path
 
 // retirePath retires the EV in slot after an untrimmed loss. With SRv6
 // paths an EV names one physical path, so every other EV of the QP on the
-// same plane and path goes with it: they would each lose a packet first.
-// It reports whether slot was retired.
+// same plane and path goes with it (they would each lose a packet first),
+// and one probe stream asks for all of them. It reports whether slot was
+// retired.
 func (q *QP) retirePath(now mtime.Time, slot evset.Slot) bool {
 	if !q.evs.OnBad(now, slot, evset.ReasonLoss) {
 		return false
 	}
+	var buf [16]evset.Slot
+	group := append(buf[:0], slot)
+	q.samePath(slot, func(o evset.Slot) {
+		q.evs.OnBad(now, o, evset.ReasonLoss)
+		group = append(group, o)
+	})
+	q.groupRetired(group)
+	return true
+}
+
+// samePath calls f for every EV of q but slot on slot's plane and path:
+// with SRv6 paths, the EVs that share its fate. Without them an EV is
+// only itself.
+func (q *QP) samePath(slot evset.Slot, f func(evset.Slot)) {
 	if q.paths == nil {
-		return true
+		return
 	}
-	ev := q.evs.Value(slot)
+	p := q.pathOf(slot)
 	for i := range q.evs.Len() {
-		other := evset.Slot(i)
-		if v := q.evs.Value(other); other != slot && wire.EV(v).Plane() == wire.EV(ev).Plane() && wire.EV(v).Path() == wire.EV(ev).Path() {
-			q.evs.OnBad(now, other, evset.ReasonLoss)
+		if o := evset.Slot(i); o != slot && q.pathOf(o) == p {
+			f(o)
 		}
 	}
-	return true
 }
 
 // slotOf returns the slot of EV value ev, if it is one of the QP's.

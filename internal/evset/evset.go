@@ -61,6 +61,7 @@ const (
 	ReasonProbes                   // enough probes succeeded
 	ReasonAdmin                    // the controller denied or allowed it
 	ReasonSuspect                  // a packet's loss timer expired: resting while a probe asks
+	ReasonDoubt                    // another QP lost a packet on the same path: resting while a probe asks
 )
 
 func (r Reason) String() string {
@@ -81,6 +82,8 @@ func (r Reason) String() string {
 		return "admin"
 	case ReasonSuspect:
 		return "suspect"
+	case ReasonDoubt:
+		return "doubt"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
@@ -195,6 +198,7 @@ type entry struct {
 // probe is the probing state of one retired (AssumedBad) EV.
 type probe struct {
 	slot     Slot
+	lead     Slot          // the EV whose probe answers for this one (Doubt, Follow): itself, or the lead
 	awaiting bool          // a probe is in flight
 	ok       uint8         // consecutive successes
 	every    time.Duration // current interval (backs off on failure)
@@ -228,6 +232,7 @@ type Set struct {
 	lists   []Slot
 	planes  []plane
 	retired []probe // AssumedBad EVs, probed in the background
+	doubts  []probe // doubted EVs (Doubt), each awaiting one probe's answer
 	nActive int     // active EVs that are Good or Skip, on up planes or not
 	rr      int     // plane round-robin cursor
 
@@ -321,6 +326,10 @@ func (s *Set) State(slot Slot, now mtime.Time) State {
 	}
 	return e.state
 }
+
+// PlaneSlots returns the slots of plane p's EVs: from lo up to, not
+// including, hi.
+func (s *Set) PlaneSlots(p int) (lo, hi Slot) { return Slot(p * s.per), Slot((p + 1) * s.per) }
 
 // Active reports whether the EV in slot is in its plane's active list.
 func (s *Set) Active(slot Slot) bool { return s.evs[slot].pos >= 0 }
@@ -558,12 +567,94 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 	return false
 }
 
-// Unsuspect ends the rest Suspect began: the EV is Good again.
+// Unsuspect ends the rest Suspect (or Doubt) began: the EV is Good
+// again, and no longer doubted.
 func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
 	if s.evs[slot].state == Skip && s.skipUntil.at(slot) == mtime.Never {
+		s.removeDoubt(now, slot)
 		s.skipUntil.set(slot, now, now, len(s.evs))
 		s.settle(slot, now)
 	}
+}
+
+// Doubt rests the Good or Skip EVs among slots with no end, as Suspect
+// does, while one probe asks whether the path they share works: another
+// QP of the endpoint lost a packet on it. The first of them doubted leads:
+// its probe falls due at now, and speaks for all. The first probe answer
+// over any of them (OnProbeResponse) ends the rest of all; a probe that
+// goes unanswered for ProbeTimeout makes ExpireProbes report all of them,
+// still resting, for the caller to retire (OnBad) or release
+// (Unsuspect). Suspect, retired, denied or already doubted EVs are left
+// alone. It reports how many EVs it doubted.
+func (s *Set) Doubt(now mtime.Time, slots []Slot) int {
+	n, lead := 0, Slot(0)
+	for _, slot := range slots {
+		from := s.settle(slot, now)
+		if from != Good && from != Skip || s.doubtIndex(slot) >= 0 ||
+			from == Skip && s.skipUntil.at(slot) == mtime.Never { // a suspect: its own probe asks
+			continue
+		}
+		s.rest(slot, now, mtime.Never)
+		d := probe{slot: slot, lead: slot, at: now}
+		if n > 0 {
+			d.lead, d.at = lead, mtime.Never // never due: the lead's probe answers
+		}
+		lead = d.lead
+		s.doubts = append(s.doubts, d)
+		s.notify(slot, from, Skip, ReasonDoubt, -1)
+		n++
+	}
+	return n
+}
+
+func (s *Set) doubtIndex(slot Slot) int {
+	for i := range s.doubts {
+		if s.doubts[i].slot == slot {
+			return i
+		}
+	}
+	return -1
+}
+
+// removeDoubt stops doubting slot.
+func (s *Set) removeDoubt(now mtime.Time, slot Slot) {
+	if i := s.doubtIndex(slot); i >= 0 {
+		s.doubts = s.unlist(now, s.doubts, i)
+	}
+}
+
+// unlist removes entry i from list, a list of probes, and returns it. The
+// entries entry i led follow the first of them from now on, whose probe
+// falls due at now, at the first interval.
+func (s *Set) unlist(now mtime.Time, list []probe, i int) []probe {
+	slot := list[i].slot
+	list = append(list[:i], list[i+1:]...)
+	next := -1
+	for j := range list {
+		if pr := &list[j]; pr.lead == slot {
+			if next < 0 {
+				next = j
+				pr.every, pr.at = s.cfg.ProbeInterval, now
+			}
+			pr.lead = list[next].slot
+		}
+	}
+	return list
+}
+
+// takeDoubts removes the doubts led by lead and appends their slots to
+// out.
+func (s *Set) takeDoubts(lead Slot, out []Slot) []Slot {
+	kept := s.doubts[:0]
+	for _, d := range s.doubts {
+		if d.lead == lead {
+			out = append(out, d.slot)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	s.doubts = kept
+	return out
 }
 
 // OnBad retires an EV after an untrimmed loss (why=ReasonLoss) or a SACK
@@ -587,8 +678,9 @@ func (s *Set) OnBad(now mtime.Time, slot Slot, why Reason) bool {
 	} else {
 		s.removeBackup(slot)
 	}
+	s.removeDoubt(now, slot)
 	e.state = AssumedBad
-	s.retired = append(s.retired, probe{slot: slot, every: s.cfg.ProbeInterval, at: now.Add(s.cfg.ProbeInterval)})
+	s.retired = append(s.retired, probe{slot: slot, lead: slot, every: s.cfg.ProbeInterval, at: now.Add(s.cfg.ProbeInterval)})
 	s.notify(slot, from, AssumedBad, why, repl)
 	return true
 }
@@ -610,9 +702,40 @@ func (s *Set) removeBackup(slot Slot) {
 	}
 }
 
-func (s *Set) removeRetired(slot Slot) {
+// removeRetired takes slot off the retired list.
+func (s *Set) removeRetired(now mtime.Time, slot Slot) {
 	if i := s.retiredIndex(slot); i >= 0 {
-		s.retired = append(s.retired[:i], s.retired[i+1:]...)
+		s.retired = s.unlist(now, s.retired, i)
+	}
+}
+
+// Follow makes the retired EV in slot wait on lead's probes, lead being
+// a retired EV that leads itself: slot is not probed, and returns to
+// service with lead (the two name one path). A lead that leaves the
+// retired list otherwise hands its probes to its first follower. Slot
+// must lead no other EV. It reports whether slot now follows lead.
+func (s *Set) Follow(slot, lead Slot) bool {
+	i, j := s.retiredIndex(slot), s.retiredIndex(lead)
+	if i < 0 || j < 0 || slot == lead || s.retired[j].lead != lead {
+		return false
+	}
+	for k := range s.retired {
+		if s.retired[k].lead == slot && k != i {
+			return false
+		}
+	}
+	pr := &s.retired[i]
+	pr.lead, pr.awaiting, pr.ok, pr.at = lead, false, 0, mtime.Never
+	return true
+}
+
+// Defer puts off the next probe of the retired EV in slot, which leads
+// itself, to ProbeIntervalMax from now: another QP of the endpoint probes
+// its path and will say when it works again (ProbeSoon).
+func (s *Set) Defer(now mtime.Time, slot Slot) {
+	if i := s.retiredIndex(slot); i >= 0 && s.retired[i].lead == slot && !s.retired[i].awaiting {
+		s.retired[i].every = s.cfg.ProbeIntervalMax
+		s.retired[i].at = now.Add(s.cfg.ProbeIntervalMax)
 	}
 }
 
@@ -625,27 +748,46 @@ func (s *Set) retiredIndex(slot Slot) int {
 	return -1
 }
 
-// NextProbe returns a retired EV whose probe is due at now and marks it as
-// awaiting a response until now+ProbeTimeout. The caller sends a
-// reliability probe on it. ok is false when no probe is due on a plane in
-// mask.
+// NextProbe returns a doubted or retired EV whose probe is due at now
+// (doubts first) and marks it as awaiting a response until
+// now+ProbeTimeout. The caller sends a reliability probe on it. ok is
+// false when no probe is due on a plane in mask.
 func (s *Set) NextProbe(now mtime.Time, mask uint32) (slot Slot, ok bool) {
-	for i := range s.retired {
-		pr := &s.retired[i]
-		p := s.Plane(pr.slot)
-		if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
-			pr.awaiting = true
-			pr.by = now.Add(s.cfg.ProbeTimeout)
-			return pr.slot, true
+	for _, list := range [2][]probe{s.doubts, s.retired} {
+		for i := range list {
+			pr := &list[i]
+			p := s.Plane(pr.slot)
+			if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
+				pr.awaiting = true
+				pr.by = now.Add(s.cfg.ProbeTimeout)
+				return pr.slot, true
+			}
 		}
 	}
 	return 0, false
 }
 
 // OnProbeResponse records a SACK answering a probe on slot (SETH pr=1).
-// After ProbeSuccesses consecutive answers the EV returns to service:
-// Good, or Skip when the last answer was ECN-marked (ecn).
+// After ProbeSuccesses consecutive answers a retired EV returns to
+// service: Good, or Skip when the last answer was ECN-marked (ecn). A
+// doubted EV returns at the first answer: it lost nothing itself.
 func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
+	if i := s.doubtIndex(slot); i >= 0 {
+		var group [16]Slot
+		for _, sl := range s.takeDoubts(s.doubts[i].lead, group[:0]) {
+			if s.evs[sl].state != Skip || s.skipUntil.at(sl) != mtime.Never {
+				continue // a suspect ended the rest already
+			}
+			to := Good
+			if ecn {
+				to = Skip
+				s.skipUntil.set(sl, now, now.Add(s.cfg.Skip), len(s.evs))
+			}
+			s.evs[sl].state = to
+			s.notify(sl, Skip, to, ReasonProbes, -1)
+		}
+		return
+	}
 	i := s.retiredIndex(slot)
 	if i < 0 || !s.retired[i].awaiting {
 		return
@@ -658,20 +800,51 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 		pr.at = now.Add(pr.every)
 		return
 	}
-	s.retired = append(s.retired[:i], s.retired[i+1:]...)
-	to := Good
-	if ecn {
-		to = Skip
-		s.rest(slot, now, now.Add(s.cfg.Skip))
+	var group [16]Slot
+	for _, sl := range s.takeRetired(slot, group[:0]) {
+		to := Good
+		if ecn {
+			to = Skip
+			s.rest(sl, now, now.Add(s.cfg.Skip))
+		}
+		s.evs[sl].state = to
+		s.restore(sl)
+		s.notify(sl, AssumedBad, to, ReasonProbes, -1)
 	}
-	s.evs[slot].state = to
-	s.restore(slot)
-	s.notify(slot, AssumedBad, to, ReasonProbes, -1)
 }
 
-// ExpireProbes fails every probe whose deadline has passed: the success
-// count restarts and the interval doubles (up to ProbeIntervalMax).
-func (s *Set) ExpireProbes(now mtime.Time) {
+// takeRetired removes lead and its followers from the retired list and
+// appends their slots, lead first, to out.
+func (s *Set) takeRetired(lead Slot, out []Slot) []Slot {
+	out = append(out, lead)
+	kept := s.retired[:0]
+	for _, pr := range s.retired {
+		switch {
+		case pr.slot == lead:
+		case pr.lead == lead:
+			out = append(out, pr.slot)
+		default:
+			kept = append(kept, pr)
+		}
+	}
+	s.retired = kept
+	return out
+}
+
+// ExpireProbes fails every probe whose deadline has passed. A retired
+// EV's success count restarts and its interval doubles (up to
+// ProbeIntervalMax). The EVs a failed doubt probe spoke for stop being
+// doubted but keep resting: they are appended to failed, which is
+// returned, for the caller to retire or release.
+func (s *Set) ExpireProbes(now mtime.Time, failed []Slot) []Slot {
+	for i := 0; i < len(s.doubts); {
+		if d := s.doubts[i]; d.awaiting && d.by <= now {
+			failed = s.takeDoubts(d.slot, failed)
+			i = 0
+			continue
+		}
+		i++
+	}
 	for i := range s.retired {
 		pr := &s.retired[i]
 		if pr.awaiting && pr.by <= now {
@@ -681,6 +854,7 @@ func (s *Set) ExpireProbes(now mtime.Time) {
 			pr.at = now.Add(pr.every)
 		}
 	}
+	return failed
 }
 
 // NextDeadline returns when the set next needs attention after now: the
@@ -689,13 +863,15 @@ func (s *Set) ExpireProbes(now mtime.Time) {
 // down still count, so the caller may wake early.
 func (s *Set) NextDeadline(now mtime.Time) mtime.Time {
 	t := mtime.Never
-	for i := range s.retired {
-		pr := &s.retired[i]
-		switch {
-		case pr.awaiting:
-			t = mtime.Min(t, pr.by)
-		case pr.at > now:
-			t = mtime.Min(t, pr.at)
+	for _, list := range [2][]probe{s.doubts, s.retired} {
+		for i := range list {
+			pr := &list[i]
+			switch {
+			case pr.awaiting:
+				t = mtime.Min(t, pr.by)
+			case pr.at > now:
+				t = mtime.Min(t, pr.at)
+			}
 		}
 	}
 	return t
@@ -703,14 +879,37 @@ func (s *Set) NextDeadline(now mtime.Time) mtime.Time {
 
 // ProbeDue reports whether a probe is due at now on a plane in mask.
 func (s *Set) ProbeDue(now mtime.Time, mask uint32) bool {
-	for i := range s.retired {
-		pr := &s.retired[i]
-		p := s.Plane(pr.slot)
-		if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
-			return true
+	for _, list := range [2][]probe{s.doubts, s.retired} {
+		for i := range list {
+			pr := &list[i]
+			p := s.Plane(pr.slot)
+			if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// ProbeSoon makes the next probe of the retired EV in slot (or of its
+// lead) due at now, at the first interval again, and lets one more
+// answer bring it back: its path was seen to answer ProbeSuccesses probes
+// elsewhere, so one of its own confirms the rest of the way. It reports
+// whether slot is retired.
+func (s *Set) ProbeSoon(now mtime.Time, slot Slot) bool {
+	i := s.retiredIndex(slot)
+	if i < 0 {
+		return false
+	}
+	pr := &s.retired[i]
+	if pr.lead != slot {
+		pr = &s.retired[s.retiredIndex(pr.lead)]
+	}
+	pr.ok = uint8(max(int(pr.ok), s.cfg.ProbeSuccesses-1))
+	if !pr.awaiting {
+		pr.every, pr.at = s.cfg.ProbeInterval, min(pr.at, now)
+	}
+	return true
 }
 
 // Deny takes an EV out of service for good (controller MODIFY_EV_STATE
@@ -723,8 +922,9 @@ func (s *Set) Deny(now mtime.Time, slot Slot) bool {
 	case Denied:
 		return false
 	case AssumedBad:
-		s.removeRetired(slot)
+		s.removeRetired(now, slot)
 	default:
+		s.removeDoubt(now, slot)
 		if e.pos >= 0 {
 			repl = s.deactivate(slot)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,25 @@ func TestTranscript(t *testing.T) {
 		case "probe-ok":
 			s.OnProbeResponse(at(c), slot(c), c.Has("ecn"))
 		case "expire":
-			s.ExpireProbes(at(c))
+			if failed := s.ExpireProbes(at(c), nil); len(failed) > 0 {
+				out = append(out, fmt.Sprintf("doubts failed %v", failed))
+			}
+		case "follow":
+			if !s.Follow(slot(c), Slot(c.Int(t, "lead", -1))) {
+				out = append(out, "not following")
+			}
+		case "suspect":
+			s.Suspect(at(c), slot(c))
+		case "doubt":
+			var slots []Slot
+			for _, f := range strings.Split(c.Str("evs", ""), ",") {
+				n, err := strconv.Atoi(f)
+				if err != nil || n < 0 || n >= s.Len() {
+					t.Fatalf("line %d: bad evs", c.Line)
+				}
+				slots = append(slots, Slot(n))
+			}
+			out = append(out, fmt.Sprintf("%d doubted", s.Doubt(at(c), slots)))
 		case "deny":
 			s.Deny(at(c), slot(c))
 		case "allow":
@@ -126,6 +145,13 @@ func TestTranscript(t *testing.T) {
 				bad = append(bad, fmt.Sprintf("%d", pr.slot))
 			}
 			out = append(out, "retired=["+strings.Join(bad, " ")+"]")
+			if len(s.doubts) > 0 {
+				var ds []string
+				for _, d := range s.doubts {
+					ds = append(ds, fmt.Sprintf("%d(lead %d)", d.slot, d.lead))
+				}
+				out = append(out, "doubted=["+strings.Join(ds, " ")+"]")
+			}
 		default:
 			t.Fatalf("line %d: unknown verb %q", c.Line, c.Verb)
 		}
@@ -200,7 +226,7 @@ func TestInvariantsUnderRandomSignals(t *testing.T) {
 		for step := range 2000 {
 			now = now.Add(time.Duration(r.IntN(30)) * time.Microsecond)
 			sl := Slot(r.IntN(s.Len()))
-			switch r.IntN(9) {
+			switch r.IntN(11) {
 			case 0:
 				s.OnSkip(now, sl, ReasonECN)
 			case 1, 2:
@@ -214,7 +240,12 @@ func TestInvariantsUnderRandomSignals(t *testing.T) {
 			case 4, 5:
 				s.OnProbeResponse(now, sl, r.IntN(4) == 0)
 			case 6:
-				s.ExpireProbes(now)
+				for _, d := range s.ExpireProbes(now, nil) {
+					if r.IntN(2) == 0 {
+						s.OnBad(now, d, ReasonLoss)
+					}
+					s.Unsuspect(now, d)
+				}
 			case 7:
 				if r.IntN(5) == 0 {
 					s.Deny(now, sl)
@@ -224,6 +255,18 @@ func TestInvariantsUnderRandomSignals(t *testing.T) {
 			case 8:
 				if _, ok := s.Pick(now, ^uint32(0), pr); !ok && s.Usable(^uint32(0)) {
 					t.Fatalf("seed %d step %d: Pick failed while usable", seed, step)
+				}
+			case 9:
+				if r.IntN(2) == 0 {
+					s.Doubt(now, []Slot{sl, Slot(r.IntN(s.Len())), Slot(r.IntN(s.Len()))})
+				} else {
+					s.Follow(sl, Slot(r.IntN(s.Len())))
+				}
+			case 10:
+				if r.IntN(2) == 0 {
+					s.Suspect(now, sl)
+				} else {
+					s.Unsuspect(now, sl)
 				}
 			}
 			checkInvariants(t, s, now, seed, step)
@@ -264,6 +307,19 @@ func checkInvariants(t *testing.T, s *Set, now mtime.Time, seed uint64, step int
 	}
 	for _, pr := range s.retired {
 		put(pr.slot, "retired")
+	}
+	for _, pr := range s.retired {
+		if i := s.retiredIndex(pr.lead); i < 0 || s.retired[i].lead != pr.lead || pr.lead != pr.slot && (pr.awaiting || pr.at != mtime.Never) {
+			t.Fatalf("seed %d step %d: retired EV %d follows %d, which leads no probes, or is probed itself", seed, step, pr.slot, pr.lead)
+		}
+	}
+	for _, d := range s.doubts {
+		if st := s.State(d.slot, now); (where[d.slot] != "active" && where[d.slot] != "backup") || st != Skip {
+			t.Fatalf("seed %d step %d: doubted EV %d is %s in %q", seed, step, d.slot, st, where[d.slot])
+		}
+		if s.doubtIndex(d.lead) < 0 || s.doubts[s.doubtIndex(d.lead)].lead != d.lead {
+			t.Fatalf("seed %d step %d: doubted EV %d follows %d, which leads no doubt", seed, step, d.slot, d.lead)
+		}
 	}
 	if nActive != s.nActive {
 		t.Fatalf("seed %d step %d: nActive %d, counted %d", seed, step, s.nActive, nActive)

@@ -52,9 +52,10 @@ type Config struct {
 	Corrupt     float64 // one byte flipped (any packet)
 
 	// Endpoint tuning passed through to mrc.Config.
-	BaseRTT     time.Duration
-	LossTimeout time.Duration
-	Tracers     [2]trace.Tracer // per side
+	BaseRTT          time.Duration
+	LossTimeout      time.Duration
+	PrivatePathState bool
+	Tracers          [2]trace.Tracer // per side
 }
 
 // Side names one of the two endpoints.
@@ -146,14 +147,15 @@ func New(cfg Config) (*Net, error) {
 			ports[p] = Addr(s, p)
 		}
 		ep, err := mrc.NewEndpoint(mrc.Config{
-			Ports:          ports,
-			MTU:            cfg.MTU,
-			Seed:           cfg.Seed*2 + uint64(s),
-			Encap:          cfg.Encap,
-			BaseRTT:        cfg.BaseRTT,
-			LossTimeout:    cfg.LossTimeout,
-			LinkBitsPerSec: cfg.LinkBitsPerSec,
-			Tracer:         cfg.Tracers[s],
+			Ports:            ports,
+			MTU:              cfg.MTU,
+			Seed:             cfg.Seed*2 + uint64(s),
+			Encap:            cfg.Encap,
+			BaseRTT:          cfg.BaseRTT,
+			LossTimeout:      cfg.LossTimeout,
+			LinkBitsPerSec:   cfg.LinkBitsPerSec,
+			PrivatePathState: cfg.PrivatePathState,
+			Tracer:           cfg.Tracers[s],
 		})
 		if err != nil {
 			return nil, err
@@ -179,18 +181,34 @@ func Paths(dst Side) mrc.PathFunc {
 	}
 }
 
+// oneT0Paths is a PathFunc for a peer under the source's own T0: the T0
+// turns packets straight down, so every EV of a plane gets one uSID
+// container whatever its path index.
+func oneT0Paths(dst Side) mrc.PathFunc {
+	return func(plane int, _ wire.EV) [16]byte {
+		return wire.F3216.Container(block, uint32(0x2000+plane), hostCSID(dst, plane))
+	}
+}
+
 // Connect creates a QP on each side and brings both to RTS, paired with
 // each other. ev configures both QPs' EV profiles.
 func (n *Net) Connect(ev mrc.EVProfile, rts mrc.RTSAttr) (qa, qb *mrc.QP, err error) {
-	return n.connect(ev, rts, true)
+	return n.connect(ev, rts, true, Paths)
 }
 
 // ConnectOneWay is Connect with B's QP left in RTR: it only receives.
 func (n *Net) ConnectOneWay(ev mrc.EVProfile, rts mrc.RTSAttr) (qa, qb *mrc.QP, err error) {
-	return n.connect(ev, rts, false)
+	return n.connect(ev, rts, false, Paths)
 }
 
-func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool) (qa, qb *mrc.QP, err error) {
+// ConnectUnderOneT0 is Connect with the QPs' SRv6 paths those of two
+// hosts under one T0: one uSID container for all the EVs of a plane. The
+// network still carries each EV on the path its index names.
+func (n *Net) ConnectUnderOneT0(ev mrc.EVProfile, rts mrc.RTSAttr) (qa, qb *mrc.QP, err error) {
+	return n.connect(ev, rts, true, oneT0Paths)
+}
+
+func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool, pathsTo func(Side) mrc.PathFunc) (qa, qb *mrc.QP, err error) {
 	qs := [2]*mrc.QP{}
 	for s := A; s <= B; s++ {
 		if qs[s], err = n.eps[s].CreateQP(); err != nil {
@@ -208,7 +226,7 @@ func (n *Net) connect(ev mrc.EVProfile, rts mrc.RTSAttr, bSends bool) (qa, qb *m
 		}
 		var paths mrc.PathFunc
 		if n.cfg.Encap != mrc.EncapPlain {
-			paths = Paths(o)
+			paths = pathsTo(o)
 		}
 		if err = qs[s].ReadyToReceive(n.now, mrc.RTRAttr{RemoteQPN: qs[o].QPN(), Remote: remote, Paths: paths, RecvPSN: n.cfg.StartPSN, MPRDest: n.cfg.MPRDest}); err != nil {
 			return nil, nil, err

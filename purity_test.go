@@ -26,7 +26,7 @@ import (
 var purePackages = []string{
 	".", "./internal/evset", "./internal/rxwin", "./internal/psn", "./internal/timerq",
 	"./internal/memreg", "./internal/qptable", "./internal/fifo", "./internal/xrand",
-	"./internal/reasm", "./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp", "./mptcp", "./ib",
+	"./internal/reasm", "./internal/slab", "./wire", "./cc", "./mtime", "./vswitch", "./verbs", "./tcp", "./mptcp", "./ib",
 }
 
 // helperFolders hold the packages under internal/ that are not core parts:

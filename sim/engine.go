@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"github.com/openmrc/mrc/internal/slab"
 	"math/bits"
 	"slices"
 
@@ -244,9 +245,9 @@ func (p *pool) alloc(n int) (uint32, bool) {
 // put takes back packet h, one of the pool's.
 func (p *pool) put(h uint32) {
 	if i := h & idxMask; i&largeBit != 0 {
-		p.large.free = push(p.large.free, i&slotMask)
+		p.large.free = slab.Push(p.large.free, i&slotMask)
 	} else {
-		p.small.free = push(p.small.free, i)
+		p.small.free = slab.Push(p.small.free, i)
 	}
 }
 
@@ -288,7 +289,7 @@ type calendar struct {
 	cur         int64                // lowest bucket that may hold events
 	n           int                  // events in the ring
 	far         evHeap
-	blocks      blockPool
+	blocks      slab.Pool[block, *block]
 
 	// The bucket cur once the clock reached it (loaded): its events
 	// sorted, the first head of them consumed.
@@ -335,7 +336,7 @@ func (c *calendar) push(e event) {
 	c.busy[i>>6] |= 1 << (i & 63)
 	if c.loaded && b == c.cur {
 		// The bucket is being consumed: insert in order after its head.
-		c.now = push(c.now, event{})
+		c.now = slab.Push(c.now, event{})
 		j := len(c.now) - 1
 		for j > c.head && e.before(&c.now[j-1]) {
 			c.now[j] = c.now[j-1]
@@ -345,16 +346,16 @@ func (c *calendar) push(e event) {
 		return
 	}
 	l := c.last[i]
-	if l == noBlock || c.blocks.at(l).n == blockLen {
-		nb := c.blocks.alloc()
+	if l == noBlock || c.blocks.At(l).n == blockLen {
+		nb := c.blocks.Alloc()
 		if l == noBlock {
 			c.first[i] = nb
 		} else {
-			c.blocks.at(l).next = nb
+			c.blocks.At(l).next = nb
 		}
 		c.last[i], l = nb, nb
 	}
-	bl := c.blocks.at(l)
+	bl := c.blocks.At(l)
 	bl.ev[bl.n] = e
 	bl.n++
 }
@@ -363,18 +364,18 @@ func (c *calendar) push(e event) {
 // frees its blocks.
 func (c *calendar) load(i int64) {
 	n := 0
-	for b := c.first[i]; b != noBlock; b = c.blocks.at(b).next {
-		n += int(c.blocks.at(b).n)
+	for b := c.first[i]; b != noBlock; b = c.blocks.At(b).next {
+		n += int(c.blocks.At(b).n)
 	}
 	if cap(c.now) < n {
 		c.now = make([]event, 0, max(n, 2*cap(c.now)))
 	}
 	c.now, c.head, c.loaded = c.now[:0], 0, true
 	for b := c.first[i]; b != noBlock; {
-		bl := c.blocks.at(b)
+		bl := c.blocks.At(b)
 		c.now = append(c.now, bl.ev[:bl.n]...)
 		next := bl.next
-		c.blocks.release(b)
+		c.blocks.Release(b)
 		b = next
 	}
 	c.first[i], c.last[i] = noBlock, noBlock
@@ -481,8 +482,8 @@ func (c *calendar) min() Time {
 		if c.first[i] == noBlock {
 			continue
 		}
-		for k := c.first[i]; k != noBlock; k = c.blocks.at(k).next {
-			bl := c.blocks.at(k)
+		for k := c.first[i]; k != noBlock; k = c.blocks.At(k).next {
+			bl := c.blocks.At(k)
 			for j := range bl.n {
 				t = min(t, bl.ev[j].at)
 			}
@@ -505,49 +506,8 @@ type block struct {
 	next int32 // the next block of the chain, or noBlock
 }
 
-// blockPool hands out blocks by index from chunks that never move, and
-// takes them back for reuse.
-type blockPool struct {
-	chunks [][]block
-	used   int32 // blocks handed out so far
-	free   []int32
-}
-
-const blockChunk = 64 // blocks per chunk
-
-func (p *blockPool) at(i int32) *block { return &p.chunks[i/blockChunk][i%blockChunk] }
-
-func (p *blockPool) alloc() int32 {
-	var i int32
-	if n := len(p.free); n > 0 {
-		i = p.free[n-1]
-		p.free = p.free[:n-1]
-	} else {
-		if int(p.used/blockChunk) == len(p.chunks) {
-			p.chunks = append(p.chunks, make([]block, blockChunk))
-		}
-		i = p.used
-		p.used++
-	}
-	b := p.at(i)
-	b.n, b.next = 0, noBlock
-	return i
-}
-
-func (p *blockPool) release(i int32) { p.free = push(p.free, i) }
-
-// push appends v to s, doubling s's capacity when it is full. append
-// grows a large slice by about a quarter at a time, which leaves about
-// four times its final size as garbage; the simulator's buffers and free
-// lists grow to millions of entries while the heap is at its peak.
-func push[T any](s []T, v T) []T {
-	if len(s) == cap(s) {
-		ns := make([]T, len(s), max(2*cap(s), 16))
-		copy(ns, s)
-		s = ns
-	}
-	return append(s, v)
-}
+// Reset empties b for slab.Pool.
+func (b *block) Reset() { b.n, b.next = 0, noBlock }
 
 // sortEvents sorts a bucket by (time, sequence): insertion sort for a
 // small bucket, mostly in order, and pdqsort for a large one. No two

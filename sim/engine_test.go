@@ -154,7 +154,7 @@ func TestCalendarOrder(t *testing.T) {
 		for c.advance(never) != nil {
 			c.pop()
 		}
-		if held := int(c.blocks.used) - len(c.blocks.free); held != 0 || c.n != 0 {
+		if held := c.blocks.InUse(); held != 0 || c.n != 0 {
 			t.Fatalf("seed %d: drained, the calendar holds %d blocks and counts %d events", seed, held, c.n)
 		}
 	}

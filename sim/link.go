@@ -3,7 +3,10 @@ package sim
 // Links: a directed link's pipe of packets in flight, delivery at the
 // far end (link failure and loss) and the serialiser's release.
 
-import "github.com/openmrc/mrc/vswitch"
+import (
+	"github.com/openmrc/mrc/internal/slab"
+	"github.com/openmrc/mrc/vswitch"
+)
 
 // enpipe appends packet h to the pipe of directed link dl, arriving at at.
 func (s *shard) enpipe(dl int32, h uint32, at Time) {
@@ -27,7 +30,7 @@ func (s *shard) send(dl int32, h uint32, at Time) {
 		s.enpipe(dl, h, at)
 		return
 	}
-	s.out[info.recvShard] = push(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
+	s.out[info.recvShard] = slab.Push(s.out[info.recvShard], xmsg{at: at, dl: dl, h: h})
 }
 
 // arrive delivers the head of dl's pipe to its far node.

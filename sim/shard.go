@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/openmrc/mrc/internal/slab"
 	"math/rand/v2"
 
 	"github.com/openmrc/mrc/vswitch"
@@ -171,6 +172,6 @@ func (s *shard) release(h uint32) {
 	if o := h >> idxBits; o == s.pool.id {
 		s.pool.put(h)
 	} else {
-		s.remoteFree[o] = push(s.remoteFree[o], h)
+		s.remoteFree[o] = slab.Push(s.remoteFree[o], h)
 	}
 }

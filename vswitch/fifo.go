@@ -1,6 +1,9 @@
 package vswitch
 
-import "github.com/openmrc/mrc/mtime"
+import (
+	"github.com/openmrc/mrc/internal/slab"
+	"github.com/openmrc/mrc/mtime"
+)
 
 // entry is a queued packet.
 type entry struct {
@@ -35,67 +38,42 @@ type qblock struct {
 
 func (f *fifo) push(p *blockPool, e entry) {
 	if f.n == 0 {
-		f.first = p.alloc()
+		f.first = p.Alloc()
 		f.last, f.head = f.first, 0
-	} else if p.at(f.last).n == fifoBlock {
-		b := p.alloc()
-		p.at(f.last).next = b
+	} else if p.At(f.last).n == fifoBlock {
+		b := p.Alloc()
+		p.At(f.last).next = b
 		f.last = b
 	}
-	bl := p.at(f.last)
+	bl := p.At(f.last)
 	bl.e[bl.n] = e
 	bl.n++
 	f.n++
 }
 
 // peek returns the oldest entry; the fifo must not be empty.
-func (f *fifo) peek(p *blockPool) *entry { return &p.at(f.first).e[f.head] }
+func (f *fifo) peek(p *blockPool) *entry { return &p.At(f.first).e[f.head] }
 
 // pop removes and returns the oldest entry; the fifo must not be empty.
 func (f *fifo) pop(p *blockPool) entry {
-	bl := p.at(f.first)
+	bl := p.At(f.first)
 	e := bl.e[f.head]
 	f.head++
 	f.n--
 	switch {
 	case f.n == 0:
-		p.release(f.first)
+		p.Release(f.first)
 		f.first, f.last, f.head = noBlock, noBlock, 0
 	case f.head == fifoBlock:
 		next := bl.next
-		p.release(f.first)
+		p.Release(f.first)
 		f.first, f.head = next, 0
 	}
 	return e
 }
 
-// blockPool hands out blocks by index from chunks that never move, and
-// takes them back for reuse.
-type blockPool struct {
-	chunks [][]qblock
-	used   int32 // blocks handed out so far
-	free   []int32
-}
+// blockPool is a switch's pool of queue blocks.
+type blockPool = slab.Pool[qblock, *qblock]
 
-const blockChunk = 16 // blocks per chunk: an idle switch holds none, a quiet one one
-
-func (p *blockPool) at(i int32) *qblock { return &p.chunks[i/blockChunk][i%blockChunk] }
-
-func (p *blockPool) alloc() int32 {
-	var i int32
-	if n := len(p.free); n > 0 {
-		i = p.free[n-1]
-		p.free = p.free[:n-1]
-	} else {
-		if int(p.used/blockChunk) == len(p.chunks) {
-			p.chunks = append(p.chunks, make([]qblock, blockChunk))
-		}
-		i = p.used
-		p.used++
-	}
-	b := p.at(i)
-	b.n, b.next = 0, noBlock
-	return i
-}
-
-func (p *blockPool) release(i int32) { p.free = append(p.free, i) }
+// Reset empties b for slab.Pool.
+func (b *qblock) Reset() { b.n, b.next = 0, noBlock }

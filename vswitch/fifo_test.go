@@ -39,7 +39,7 @@ func TestFifoModel(t *testing.T) {
 				qs[k].pop(&pool)
 			}
 		}
-		if held := int(pool.used) - len(pool.free); held != 0 {
+		if held := pool.InUse(); held != 0 {
 			t.Fatalf("seed %d: empty queues hold %d blocks", seed, held)
 		}
 	}

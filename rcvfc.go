@@ -189,9 +189,11 @@ func (l *senderLoad) rate(now mtime.Time, span time.Duration) float64 {
 	return 0
 }
 
-// noteSender records bytes offered by q's peer at now: the peer counts as
-// an active sender, and the arrival joins its rate.
+// noteSender records bytes offered by q's peer at now: they count in
+// the endpoint's load (noteOffered), the peer counts as an active sender,
+// and the arrival joins its rate.
 func (q *QP) noteSender(now mtime.Time, bytes uint64) {
+	q.ep.noteOffered(now, bytes)
 	a, l := &q.ep.rfc.senders, &q.rx.ack().load
 	a.roll(now, q.ep.cfg.BaseRTT)
 	a.remove(l)

@@ -64,7 +64,6 @@ func offerEvenly(q *QP, start, d mtime.Time, bytes uint64) mtime.Time {
 	for i := range n {
 		at = start + mtime.Time(i*uint64(d)/n)
 		size := bytes*(i+1)/n - bytes*i/n
-		q.ep.noteOffered(at, size)
 		q.noteSender(at, size)
 	}
 	return at
@@ -108,7 +107,6 @@ func TestReceivePenaltyShare(t *testing.T) {
 		if next[i] >= 3*rtt {
 			break
 		}
-		e.noteOffered(next[i], 4096)
 		qs[i].noteSender(next[i], 4096)
 		last[i] = next[i]
 		next[i] += gap[i]

@@ -305,9 +305,7 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	if trimmed {
 		if fresh {
 			// Its payload is gone; a full packet is the usual size.
-			size := uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU)))
-			e.noteOffered(now, size)
-			q.noteSender(now, size)
+			q.noteSender(now, uint64(min(p.RETH.DMALen, uint32(e.cfg.MTU))))
 		}
 		q.recvTrimmed(now, t0, fresh, dscp == e.cfg.DSCP.TrimmedLastHop)
 		return
@@ -334,7 +332,6 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		return
 	}
 	size := uint64(p.PayloadLen)
-	e.noteOffered(now, size)
 	q.noteSender(now, size)
 	var rq uint16
 	if p.BTH.Opcode.HasImm() {

@@ -27,14 +27,17 @@ func (fixedWindow) OnGone(mtime.Time, int)       {}
 // packet the requester sends the next as soon as the last is
 // acknowledged, one round trip apart (never less than the 10 µs of
 // propagation, the base RTT here); with a quarter of one it keeps one
-// packet in flight and spaces them four base RTTs apart: every gap at
-// least that, and the mean four times the one-packet gap (within 10%).
+// packet in flight and spaces them four base RTTs apart on average, each
+// gap drawn from 1/2 to 3/2 of that (sender.repace: fixed spacing
+// phase-locks an incast's senders): every gap within those bounds, the
+// gaps not all alike, and the mean four times the one-packet gap (within
+// 10%).
 func TestWindowBelowOnePacketPaces(t *testing.T) {
 	const (
 		mtu   = 1024
 		delay = 5 * time.Microsecond
 	)
-	gaps := func(window int) (least, mean time.Duration) {
+	gaps := func(window int) (least, most, mean time.Duration) {
 		cfg := testnet.Config{Seed: 1, Planes: 1, MTU: mtu, BaseRTT: 2 * delay, Delay: delay,
 			NewCC: func(mtime.Time) cc.Controller { return fixedWindow(window) }}
 		x := newTransfer(t, cfg, mrc.EVProfile{ActivePerPlane: 4}, mrc.RTSAttr{}, 16*mtu)
@@ -56,17 +59,22 @@ func TestWindowBelowOnePacketPaces(t *testing.T) {
 		least = time.Hour
 		for i := 1; i < len(sent); i++ {
 			least = min(least, sent[i].Sub(sent[i-1]))
+			most = max(most, sent[i].Sub(sent[i-1]))
 		}
-		return least, sent[len(sent)-1].Sub(sent[0]) / time.Duration(len(sent)-1)
+		return least, most, sent[len(sent)-1].Sub(sent[0]) / time.Duration(len(sent)-1)
 	}
-	least1, mean1 := gaps(mtu)
-	leastQ, meanQ := gaps(mtu / 4)
-	t.Logf("one packet: gaps %v least, %v mean; a quarter: %v least, %v mean", least1, mean1, leastQ, meanQ)
+	least1, _, mean1 := gaps(mtu)
+	leastQ, mostQ, meanQ := gaps(mtu / 4)
+	t.Logf("one packet: gaps %v least, %v mean; a quarter: %v to %v, %v mean", least1, mean1, leastQ, mostQ, meanQ)
 	if least1 < 2*delay {
 		t.Errorf("window of one packet: a gap of %v, under the %v round trip", least1, 2*delay)
 	}
-	if leastQ < 4*2*delay {
-		t.Errorf("window of a quarter packet: a gap of %v, want at least four round trips, %v", leastQ, 8*delay)
+	// The spacing counts from the send; the round trip is within it.
+	if rtts4 := 4 * 2 * delay; leastQ < rtts4/2 || mostQ > rtts4*3/2 {
+		t.Errorf("window of a quarter packet: gaps %v to %v, want within %v to %v", leastQ, mostQ, rtts4/2, rtts4*3/2)
+	}
+	if mostQ-leastQ < 4*2*delay/10 {
+		t.Errorf("window of a quarter packet: gaps %v to %v, all alike", leastQ, mostQ)
 	}
 	if r := float64(meanQ) / float64(mean1); r < 3.6 || r > 4.4 {
 		t.Errorf("a quarter packet's mean gap is %.2f times one packet's, want 4 (±10%%)", r)

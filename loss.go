@@ -153,7 +153,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 func (s *sender) planeDown(q *QP, plane int) {
 	for i := range s.suspects {
 		if sp := &s.suspects[i]; sp.used && q.evs.Plane(sp.slot) == plane {
-			s.release(q, q.now, i, false)
+			s.release(q, q.now, i, false, false)
 		}
 	}
 	for p := s.lossHead; p != noPSN; {
@@ -244,9 +244,13 @@ func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evse
 
 // resolveSuspects applies a SACK to the suspects: one whose held PSN it
 // acknowledges was healthy (only its SACK was lost); one whose PSN a
-// probe's answer names and does not acknowledge lost the packet. A
-// suspect being confirmed (self) is healthy once any probe answer comes
-// back over its EV.
+// probe's answer names and does not acknowledge lost the packet, on its
+// path unless the answer carries a receive penalty: the responder's last
+// hop was overloaded lately (rcvPenalty), and it is on every path to the
+// peer, so a header it dropped says nothing of the path (as a
+// TRIMMED_LASTHOP NACK that came after the packet left says nothing;
+// docs/spec-gaps.md rows 38 and 43). A suspect being confirmed (self) is
+// healthy once any probe answer comes back over its EV.
 func (s *sender) resolveSuspects(q *QP, now mtime.Time, sk *wire.SACK) {
 	trig := psn.PSN(sk.CackPSN).Add(int(sk.AckPSNOffset))
 	for i := range s.suspects {
@@ -257,12 +261,12 @@ func (s *sender) resolveSuspects(q *QP, now mtime.Time, sk *wire.SACK) {
 		switch {
 		case sp.self:
 			if sk.PR && uint32(sk.Entropy) == q.evs.Value(sp.slot) {
-				s.release(q, now, i, false)
+				s.release(q, now, i, false, false)
 			}
 		case !sp.psn.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(sp.psn).state == pktAcked:
-			s.release(q, now, i, false)
+			s.release(q, now, i, false, false)
 		case sk.PR && trig == sp.psn:
-			s.release(q, now, i, true)
+			s.release(q, now, i, true, sk.CC.RcvCwndPen == 0)
 		}
 	}
 }
@@ -277,22 +281,21 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 		}
 		sp.awaiting = false
 		if sp.tries >= suspectTries || sp.self && sp.tries >= selfProbeTries {
-
-			s.release(q, now, i, true)
+			s.release(q, now, i, true, true)
 			continue
 		}
 		q.ep.markReady(q)
 	}
 }
 
-// release ends suspect i. A lost packet (lost) retires the EV, as an
-// untrimmed loss does (digest §3.5), and shrinks the window once for all
-// its held packets; otherwise
-// the EV is Good again. Either way its held packets not acknowledged are
-// queued for retransmission.
-func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
+// release ends suspect i. A lost packet (lost) shrinks the window once
+// for all its held packets, and, blamed on its path (path), retires the
+// EV as an untrimmed loss does (digest §3.5); otherwise the EV is Good
+// again. Either way its held packets not acknowledged are queued for
+// retransmission.
+func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 	sp := s.suspects[i]
-	confirm := lost && s.confirm && !sp.self
+	confirm := lost && path && s.confirm && !sp.self
 	if confirm {
 		// Resend now, but keep the EV resting while it is probed itself.
 		s.suspects[i] = suspect{slot: sp.slot, psn: sp.psn, at: now, used: true, self: true}
@@ -305,7 +308,7 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost bool) {
 			}
 		})
 	}
-	if lost && !confirm {
+	if lost && path && !confirm {
 		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
 	cwnd := q.cc.Window()

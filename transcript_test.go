@@ -99,6 +99,11 @@ func (d *duo) run(t *testing.T, c golden.Cmd, dp **duo) string {
 			return "error: " + err.Error()
 		}
 		return ""
+	case "penalty":
+		// A host-set receive penalty (QP.SetReceivePenalty), as a
+		// responder whose last hop is overloaded advertises.
+		d.qps[side(c.Str("side", "B"))].SetReceivePenalty(uint8(c.Int(t, "pen", 0)))
+		return ""
 	case "clock":
 		return fmt.Sprintf("t=%v", time.Duration(d.now))
 	case "state":

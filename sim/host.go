@@ -41,8 +41,9 @@ func (s *shard) pump(hi int32) {
 	hs := &w.hosts[hi]
 	planes := w.t.Planes
 	var free verbs.PortMask
-	for p := range planes {
-		if w.tx[w.hostOut(hi, p)].busyUntil <= s.now && (hs.paused|hs.down)&(1<<p) == 0 && w.hostCredited(hi, p) {
+	blocked := hs.paused | hs.down
+	for p, l := range w.t.HostLink[int(hi)*planes : int(hi+1)*planes] {
+		if w.tx[2*l].busyUntil <= s.now && blocked&(1<<p) == 0 && w.hostCredited(hi, p) { // 2l: hostOut
 			free |= 1 << p
 		}
 	}

@@ -377,6 +377,16 @@ func (c *calendar) load(i int64) {
 	sortEvents(c.now)
 }
 
+// peek returns the next event of the bucket being consumed, or nil when
+// there is none left (then advance finds the next bucket): what advance
+// returns in the common case, small enough to be inlined.
+func (c *calendar) peek() *event {
+	if c.loaded && c.head < len(c.now) {
+		return &c.now[c.head]
+	}
+	return nil
+}
+
 // advance moves cur to the first bucket holding events, but not to a
 // bucket that starts at or after limit, and returns that bucket's next
 // event, or nil.

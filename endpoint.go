@@ -143,6 +143,10 @@ func (e *Endpoint) DestroyQP(q *QP) {
 // PollEvent returns the next event, if any.
 func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 
+// PendingEvents returns the number of events PollEvent has to return:
+// a host can skip polling when it is 0.
+func (e *Endpoint) PendingEvents() int { return e.events.Len() }
+
 // NextTimeout returns when HandleTimeout should next be called, or
 // mtime.Never. It may be earlier than necessary.
 func (e *Endpoint) NextTimeout() mtime.Time {

@@ -335,8 +335,13 @@ func TestVerbErrors(t *testing.T) {
 		t.Fatalf("PostWrite in ERROR: %v", err)
 	}
 	var flushed bool
+	pending, polled := ep.PendingEvents(), 0
 	for ev, ok := ep.PollEvent(); ok; ev, ok = ep.PollEvent() {
 		flushed = flushed || ev.Kind == verbs.EventWriteDone && errors.Is(ev.Err, verbs.ErrFlushed)
+		polled++
+	}
+	if pending != polled || ep.PendingEvents() != 0 {
+		t.Fatalf("PendingEvents said %d before polling, %d after; PollEvent returned %d", pending, ep.PendingEvents(), polled)
 	}
 	if !flushed {
 		t.Fatal("the posted WRITE was not flushed when the QP entered ERROR")

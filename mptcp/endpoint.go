@@ -144,3 +144,7 @@ func (e *Endpoint) HandleTimeout(now mtime.Time) {
 // message data-acked whole) or verbs.EventRecvImm (a message received
 // whole and in order in the data stream).
 func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
+
+// PendingEvents returns the number of events PollEvent has to return:
+// a host can skip polling when it is 0.
+func (e *Endpoint) PendingEvents() int { return e.events.Len() }

@@ -142,6 +142,10 @@ func (e *Endpoint) DestroyQP(q *QP) {
 // mrc.EventRecvImm or mrc.EventQPError.
 func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 
+// PendingEvents returns the number of events PollEvent has to return:
+// a host can skip polling when it is 0.
+func (e *Endpoint) PendingEvents() int { return e.events.Len() }
+
 // NextTimeout returns when HandleTimeout should next be called, or
 // mtime.Never: the earliest local ACK timer, and for every QP that has
 // data waiting only for its pacer or an RNR wait, the time it may send

@@ -18,6 +18,7 @@ type transport interface {
 	NextTimeout() mtime.Time
 	HandleTimeout(now mtime.Time)
 	PollEvent() (verbs.Event, bool)
+	PendingEvents() int
 }
 
 // Example connects two RoCE endpoints back to back, WRITEs 10 000 bytes

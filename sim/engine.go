@@ -284,7 +284,7 @@ const (
 // (an incast's idle links) costs a few word tests, not a visit to every
 // bucket.
 type calendar struct {
-	first, last []int32              // each slot's chain of blocks, or noBlock
+	first, last [calSize]int32       // each slot's chain of blocks, or noBlock
 	busy        [calSize / 64]uint64 // slot i holds events (consumed or not): bit i
 	cur         int64                // lowest bucket that may hold events
 	n           int                  // events in the ring
@@ -315,7 +315,7 @@ func bucketOf(t Time) int64 { return int64(t >> calBits) }
 func bucketStart(b int64) Time { return Time(b) << calBits }
 
 func newCalendar() *calendar {
-	c := &calendar{first: make([]int32, calSize), last: make([]int32, calSize)}
+	c := new(calendar)
 	for i := range c.first {
 		c.first[i], c.last[i] = noBlock, noBlock
 	}
@@ -345,17 +345,16 @@ func (c *calendar) push(e event) {
 		c.now[j] = e
 		return
 	}
-	l := c.last[i]
-	if l == noBlock || c.blocks.At(l).n == blockLen {
+	var bl *block
+	if l := c.last[i]; l == noBlock {
 		nb := c.blocks.Alloc()
-		if l == noBlock {
-			c.first[i] = nb
-		} else {
-			c.blocks.At(l).next = nb
-		}
-		c.last[i], l = nb, nb
+		c.first[i], c.last[i] = nb, nb
+		bl = c.blocks.At(nb)
+	} else if bl = c.blocks.At(l); bl.n == blockLen {
+		nb := c.blocks.Alloc()
+		bl.next, c.last[i] = nb, nb
+		bl = c.blocks.At(nb)
 	}
-	bl := c.blocks.At(l)
 	bl.ev[bl.n] = e
 	bl.n++
 }
@@ -363,16 +362,12 @@ func (c *calendar) push(e event) {
 // load moves the events of slot i, the bucket cur, into now, sorted, and
 // frees its blocks.
 func (c *calendar) load(i int64) {
-	n := 0
-	for b := c.first[i]; b != noBlock; b = c.blocks.At(b).next {
-		n += int(c.blocks.At(b).n)
-	}
-	if cap(c.now) < n {
-		c.now = make([]event, 0, max(n, 2*cap(c.now)))
-	}
 	c.now, c.head, c.loaded = c.now[:0], 0, true
 	for b := c.first[i]; b != noBlock; {
 		bl := c.blocks.At(b)
+		if len(c.now)+blockLen > cap(c.now) {
+			c.now = slices.Grow(c.now, max(blockLen, cap(c.now))) // doubling: see slab.Push
+		}
 		c.now = append(c.now, bl.ev[:bl.n]...)
 		next := bl.next
 		c.blocks.Release(b)
@@ -380,6 +375,16 @@ func (c *calendar) load(i int64) {
 	}
 	c.first[i], c.last[i] = noBlock, noBlock
 	sortEvents(c.now)
+}
+
+// peek returns the next event of the bucket being consumed, or nil when
+// there is none left (then advance finds the next bucket): what advance
+// returns in the common case, small enough to be inlined.
+func (c *calendar) peek() *event {
+	if c.loaded && c.head < len(c.now) {
+		return &c.now[c.head]
+	}
+	return nil
 }
 
 // advance moves cur to the first bucket holding events, but not to a
@@ -499,11 +504,13 @@ const blockLen = 16
 // noBlock ends a chain of blocks.
 const noBlock int32 = -1
 
-// block is a link of a bucket's chain of events.
+// block is a link of a bucket's chain of events. Its count comes first,
+// in the cache line of its first events: a bucket of a few events costs
+// one line.
 type block struct {
-	ev   [blockLen]event
 	n    int32 // events held
 	next int32 // the next block of the chain, or noBlock
+	ev   [blockLen]event
 }
 
 // Reset empties b for slab.Pool.

@@ -121,7 +121,10 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 }
 
 // parallel runs fn(i) for every partition i in active, on up to Workers
-// goroutines; on the caller's alone when only one is active.
+// goroutines; on the caller's alone when only one is active. The workers
+// take the partitions last first: the host partitions, which come last
+// and carry the transports' work, start at once and the switch
+// partitions fill in around them (longest first, as in LPT scheduling).
 func (w *World) parallel(active []int, fn func(i int)) {
 	n := len(active)
 	workers := min(w.cfg.Workers, n)
@@ -139,7 +142,7 @@ func (w *World) parallel(active []int, fn func(i int)) {
 			if k >= n {
 				return
 			}
-			fn(active[k])
+			fn(active[n-1-k])
 		}
 	}
 	wg.Add(workers - 1)

@@ -72,7 +72,10 @@ func (s *shard) next() Time { return s.queue.min() }
 // run processes every event before end.
 func (s *shard) run(end Time) {
 	for s.err == nil {
-		top := s.queue.advance(end)
+		top := s.queue.peek()
+		if top == nil {
+			top = s.queue.advance(end)
+		}
 		if top == nil || top.at >= end {
 			break
 		}

@@ -25,6 +25,7 @@ type Endpoint interface {
 	NextTimeout() mtime.Time
 	HandleTimeout(now mtime.Time)
 	PollEvent() (verbs.Event, bool)
+	PendingEvents() int
 }
 
 // NIC is one host's transport as the simulator sets it up: the Endpoint

@@ -113,6 +113,10 @@ type hostState struct {
 	timerAt  Time
 	paused   uint32 // ports paused by PFC
 	down     uint32 // ports whose link is down
+	// freeAt is when the first of the host's ports finishes
+	// serialising, as pump last left them (only pump sends on them):
+	// before then pump has nothing to do.
+	freeAt Time
 }
 
 type swState struct {

@@ -105,6 +105,10 @@ func (e *Endpoint) SetPortUp(now mtime.Time, p int, up bool) error {
 // verbs.EventRecvImm.
 func (e *Endpoint) PollEvent() (verbs.Event, bool) { return e.events.Pop() }
 
+// PendingEvents returns the number of events PollEvent has to return:
+// a host can skip polling when it is 0.
+func (e *Endpoint) PendingEvents() int { return e.events.Len() }
+
 func (e *Endpoint) emit(ev verbs.Event) { e.events.Push(ev) }
 
 // NextTimeout returns when HandleTimeout should next be called, or

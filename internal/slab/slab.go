@@ -22,7 +22,10 @@ type Pool[B any, PB interface {
 const ChunkLen = 16
 
 // At returns block i, which must have been handed out by Alloc.
-func (p *Pool[B, PB]) At(i int32) *B { return &p.chunks[i/ChunkLen][i%ChunkLen] }
+func (p *Pool[B, PB]) At(i int32) *B {
+	u := uint32(i) // a shift and a mask, where int32 division needs sign fixes
+	return &p.chunks[u/ChunkLen][u%ChunkLen]
+}
 
 // Alloc hands out a Reset block: the latest Released if there is one,
 // else a new one.

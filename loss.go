@@ -24,6 +24,8 @@ type suspect struct {
 	awaiting bool       // a probe is out
 	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
 	used     bool
+	// probePlane is the plane the latest probe went out on.
+	probePlane int
 	// self says the packet is known lost and resent, and the probes now
 	// travel the suspect EV itself, to tell congestion from a dead path
 	// (sender.confirm).
@@ -149,11 +151,20 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 }
 
 // planeDown takes every packet in flight on plane out of flight for
-// retransmission elsewhere, without blaming its EV: the port is down.
+// retransmission elsewhere, without blaming its EV: the port is down. A
+// suspect of the plane ends unblamed; one whose probe went out on the
+// plane asks again at once on another, the try uncounted: the probe or
+// its answer, which takes the probe's path back, is lost with the port.
 func (s *sender) planeDown(q *QP, plane int) {
 	for i := range s.suspects {
-		if sp := &s.suspects[i]; sp.used && q.evs.Plane(sp.slot) == plane {
+		sp := &s.suspects[i]
+		switch {
+		case !sp.used:
+		case q.evs.Plane(sp.slot) == plane:
 			s.release(q, q.now, i, false)
+		case sp.awaiting && sp.probePlane == plane:
+			sp.awaiting, sp.at = false, q.now
+			sp.tries--
 		}
 	}
 	for p := s.lossHead; p != noPSN; {
@@ -229,17 +240,50 @@ func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot,
 	sp := &s.suspects[i]
 	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
 	sp.tries++
+	sp.probePlane = q.evs.Plane(slot)
 	q.writeProbe(now, slot, sp.psn, buf, tx)
 }
 
 // suspectProbeEV chooses the EV for suspect i's probe among the planes in
-// mask: the suspect EV itself when it is being confirmed (self), else
-// another usable EV.
+// mask: the suspect EV itself when it is being confirmed (self), else an
+// EV of the plane other than the suspect's that delivered the latest
+// packet (probePlanes). An unanswered probe costs a loss timeout, so it
+// goes where packets are known to get through (docs/spec-gaps.md row
+// 43).
 func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evset.Slot, bool) {
-	if sp := &s.suspects[i]; sp.self {
-		return sp.slot, mask&(1<<q.evs.Plane(sp.slot)) != 0
+	sp := &s.suspects[i]
+	own := uint32(1) << q.evs.Plane(sp.slot)
+	if sp.self {
+		return sp.slot, mask&own != 0
 	}
-	return q.evs.Pick(now, mask, q.ep.rng)
+	return q.evs.Pick(now, mask&s.probePlanes(q, own), q.ep.rng)
+}
+
+// probePlanes returns the planes a suspect's probe may take, own being
+// the suspect's: of the usable planes other than own, the one whose
+// latest delivered packet was sent last; all of them when none has
+// delivered one; every plane when own is the only usable one. The
+// suspect's own plane is the likeliest to share its silent loss (the
+// T0 at either end serves every path of the plane to this peer).
+func (s *sender) probePlanes(q *QP, own uint32) uint32 {
+	others := ^own
+	if !q.evs.Usable(others) {
+		return ^uint32(0)
+	}
+	best := -1
+	for p := range s.planeLoss {
+		bit := uint32(1) << p
+		if others&bit == 0 || !q.evs.Usable(bit) {
+			continue
+		}
+		if best < 0 || s.planeLoss[p].delivered > s.planeLoss[best].delivered {
+			best = p
+		}
+	}
+	if best < 0 || s.planeLoss[best].delivered == 0 {
+		return others
+	}
+	return 1 << best
 }
 
 // resolveSuspects applies a SACK to the suspects: one whose held PSN it

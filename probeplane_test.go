@@ -1,0 +1,104 @@
+package mrc_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/testkit/testnet"
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
+	"github.com/openmrc/mrc/wire"
+)
+
+// TestSuspectProbesTakeALivePlane: with every path of planes 1 and 2
+// silently dead (the far host's T0s blackholing), the probe that asks
+// whether a suspect's packet arrived never goes into them from an EV
+// still in service: not into its own plane, nor into the other dead one,
+// but on the plane that delivered last, since an unanswered probe costs a
+// loss timeout. Background probes of retired EVs still test the dead
+// planes on purpose; they are not counted.
+func TestSuspectProbesTakeALivePlane(t *testing.T) {
+	ev := mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 4, PathsPerPlane: 4}
+	var total uint64
+	for seed := range uint64(8) {
+		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 4, Encap: mrc.EncapSRv6}, ev, mrc.RTSAttr{}, 4<<20)
+		into := 0
+		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, _ []byte) {
+			if from != testnet.A || tx.Kind != verbs.KindProbe || tx.Port != 1 && tx.Port != 2 {
+				return
+			}
+			if st, ok := x.qa.EVState(now, tx.EV); ok && st != verbs.EVAssumedBad {
+				into++
+			}
+		}
+		for i := range ev.PathsPerPlane {
+			x.net.KillPath(testnet.Path{Plane: 1, Index: i})
+			x.net.KillPath(testnet.Path{Plane: 2, Index: i})
+		}
+		x.postAll(4)
+		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+			t.Fatalf("seed %d: unfinished", seed)
+		}
+		x.check()
+		if into > 0 {
+			t.Errorf("seed %d: %d probes from EVs in service went into a dead plane", seed, into)
+		}
+		total += x.qa.Stats().LossTimeouts
+	}
+	if total == 0 {
+		t.Fatal("no loss timeouts: the dead plane was never met and the test shows nothing")
+	}
+}
+
+// TestSuspectAsksAgainWhenItsProbesPortGoesDown: a suspect's probe is out
+// on a plane when the port of that plane goes down: the probe or its
+// answer, which takes the probe's path back, is lost with it, so the
+// suspect asks again at once on another plane rather than wait out the
+// loss timeout.
+func TestSuspectAsksAgainWhenItsProbesPortGoesDown(t *testing.T) {
+	ev := mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 4, PathsPerPlane: 4}
+	for seed := range uint64(6) {
+		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 3, Encap: mrc.EncapSRv6}, ev, mrc.RTSAttr{}, 4<<20)
+		downPort := -1
+		var downAt, againAt mtime.Time
+		var asked uint32 // the PSN the first suspect's probe names
+		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
+			if from != testnet.A || tx.Kind != verbs.KindProbe || tx.Port == 0 {
+				return
+			}
+			if st, ok := x.qa.EVState(now, tx.EV); !ok || st == verbs.EVAssumedBad {
+				return // a background probe of a retired EV
+			}
+			var p wire.Packet
+			if err := p.Decode(pkt); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case downPort < 0:
+				downPort, asked = tx.Port, p.BTH.PSN // the first suspect's probe: take its port down below
+			case downAt > 0 && againAt == 0 && p.BTH.PSN == asked:
+				againAt = now
+			}
+		}
+		x.net.KillPath(testnet.Path{Plane: 0, Index: 1})
+		x.postAll(4)
+		done := func() bool {
+			if downPort >= 0 && downAt == 0 {
+				downAt = x.net.Now()
+				x.net.SetPortUp(testnet.A, downPort, false)
+			}
+			return x.finished()
+		}
+		if !x.net.RunUntil(mtime.Time(time.Second), done) {
+			t.Fatalf("seed %d: unfinished", seed)
+		}
+		x.check()
+		if downAt == 0 || againAt == 0 {
+			t.Fatalf("seed %d: no suspect probe (down at %v, again at %v); the test needs one", seed, downAt, againAt)
+		}
+		if gap := againAt.Sub(downAt); gap > time.Microsecond {
+			t.Errorf("seed %d: the suspect asked again %v after its probe's port went down", seed, gap)
+		}
+	}
+}

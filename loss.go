@@ -24,8 +24,10 @@ type suspect struct {
 	awaiting bool       // a probe is out
 	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
 	used     bool
-	// probePlane is the plane the latest probe went out on.
+	// probePlane is the plane the latest probe went out on; silent has a
+	// bit for each plane where one went unanswered.
 	probePlane int
+	silent     uint32
 	// self says the packet is known lost and resent, and the probes now
 	// travel the suspect EV itself, to tell congestion from a dead path
 	// (sender.confirm).
@@ -246,27 +248,32 @@ func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot,
 
 // suspectProbeEV chooses the EV for suspect i's probe among the planes in
 // mask: the suspect EV itself when it is being confirmed (self), else an
-// EV of the plane other than the suspect's that delivered the latest
-// packet (probePlanes). An unanswered probe costs a loss timeout, so it
-// goes where packets are known to get through (docs/spec-gaps.md row
-// 43).
+// EV of the plane that delivered the latest packet, other than the
+// suspect's and those where its probes went unanswered (probePlanes). An
+// unanswered probe costs a loss timeout, so it goes where packets are
+// known to get through (docs/spec-gaps.md row 43).
 func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evset.Slot, bool) {
 	sp := &s.suspects[i]
 	own := uint32(1) << q.evs.Plane(sp.slot)
 	if sp.self {
 		return sp.slot, mask&own != 0
 	}
-	return q.evs.Pick(now, mask&s.probePlanes(q, own), q.ep.rng)
+	if !q.evs.Usable(^(own | sp.silent)) {
+		sp.silent = 0 // every other plane left one unanswered: go round again
+	}
+	return q.evs.Pick(now, mask&s.probePlanes(q, own|sp.silent), q.ep.rng)
 }
 
-// probePlanes returns the planes a suspect's probe may take, own being
-// the suspect's: of the usable planes other than own, the one whose
-// latest delivered packet was sent last; all of them when none has
-// delivered one; every plane when own is the only usable one. The
-// suspect's own plane is the likeliest to share its silent loss (the
-// T0 at either end serves every path of the plane to this peer).
-func (s *sender) probePlanes(q *QP, own uint32) uint32 {
-	others := ^own
+// probePlanes returns the planes a suspect's probe may take, avoid
+// being its own plane and those where its probes went unanswered: of the
+// usable planes not in avoid, the one whose latest delivered packet was
+// sent last; all of them when none has delivered one; every plane when
+// none is usable. The suspect's own plane is the likeliest to share its
+// silent loss (the T0 at either end serves every path of the plane to
+// this peer); a plane that left a probe unanswered may be dead to this
+// peer however fresh its last delivery.
+func (s *sender) probePlanes(q *QP, avoid uint32) uint32 {
+	others := ^avoid
 	if !q.evs.Usable(others) {
 		return ^uint32(0)
 	}
@@ -320,6 +327,7 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 			continue
 		}
 		sp.awaiting = false
+		sp.silent |= 1 << sp.probePlane
 		if sp.tries >= suspectTries || sp.self && sp.tries >= selfProbeTries {
 
 			s.release(q, now, i, true)

@@ -102,3 +102,51 @@ func TestSuspectAsksAgainWhenItsProbesPortGoesDown(t *testing.T) {
 		}
 	}
 }
+
+// TestSuspectProbesLeaveAPlaneThatFailsThem: the plane a suspect's probe
+// takes dies right after (every path of it, silently) and the data has all
+// been sent, so no plane delivers anything newer: the next probe for the
+// same PSN must go to another plane, not back into the one whose last
+// delivery, stale now, still looks the freshest.
+func TestSuspectProbesLeaveAPlaneThatFailsThem(t *testing.T) {
+	ev := mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 4, PathsPerPlane: 4}
+	for seed := range uint64(6) {
+		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 3, Encap: mrc.EncapSRv6}, ev, mrc.RTSAttr{}, 256<<10)
+		probed := -1 // the plane of the first suspect's first probe
+		var asked uint32
+		next := -1 // the plane of its next probe
+		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
+			if from != testnet.A || tx.Kind != verbs.KindProbe {
+				return
+			}
+			if st, ok := x.qa.EVState(now, tx.EV); !ok || st == verbs.EVAssumedBad {
+				return // a background probe of a retired EV
+			}
+			var p wire.Packet
+			if err := p.Decode(pkt); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case probed < 0 && tx.Port != 0:
+				probed, asked = tx.Port, p.BTH.PSN
+				for i := range ev.PathsPerPlane {
+					x.net.KillPath(testnet.Path{Plane: probed, Index: i})
+				}
+			case probed >= 0 && next < 0 && p.BTH.PSN == asked:
+				next = tx.Port
+			}
+		}
+		x.net.KillPath(testnet.Path{Plane: 0, Index: 1})
+		x.postAll(1)
+		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+			t.Fatalf("seed %d: unfinished", seed)
+		}
+		x.check()
+		if probed < 0 || next < 0 {
+			t.Fatalf("seed %d: no suspect probed twice (first on plane %d, next %d); the test needs one", seed, probed, next)
+		}
+		if next == probed {
+			t.Errorf("seed %d: a suspect's probe went unanswered on plane %d and the next went there again", seed, probed)
+		}
+	}
+}

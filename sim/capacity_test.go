@@ -112,3 +112,28 @@ func TestOverlappingFailuresHoldALink(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundDip checks the step bound by hand: flow 0 starts at 0, takes
+// 40 µs without failures and lost half its paths (bound 0 + 80 + the
+// margin of six 5 µs base RTTs = 110 µs); flow 1 starts at 60 µs, takes
+// 40 µs and lost nothing (60 + 40 + 30 = 130 µs). The run without
+// failures ends at 100 µs, so the capacity removed allows a step dip of
+// 1 − 100/130. A flow that lost every path leaves no bound.
+func TestBoundDip(t *testing.T) {
+	const us = 1000
+	base := &Result{CompletionNs: 100 * us, FlowResults: []FlowResult{{StartNs: 0, FCTNs: 40 * us}, {StartNs: 60 * us, FCTNs: 40 * us}}}
+	r := &Result{Flows: 2, FlowsCompleted: 2, CompletionNs: 150 * us, baseRTT: 5 * time.Microsecond,
+		FlowResults:     []FlowResult{{StartNs: 0, FCTNs: 90 * us}, {StartNs: 60 * us, FCTNs: 90 * us}},
+		CapacityRemoved: &CapacityRemoved{PerFlow: []float64{0.5, 0}}}
+	b := CompareBaseline(r, base)
+	if b.BoundNs != 130*us || math.Abs(b.BoundDip-(1-100.0/130)) > 1e-9 || math.Abs(b.StepDip-(1-100.0/150)) > 1e-9 {
+		t.Errorf("bound %d ns, bound dip %.4f, step dip %.4f; want 130000, %.4f, %.4f", b.BoundNs, b.BoundDip, b.StepDip, 1-100.0/130, 1-100.0/150)
+	}
+	if b.FlowsOverBound != 1 || b.WorstOverNs != 20*us {
+		t.Errorf("%d flows over their bound, worst by %d ns; want flow 1 by 20000", b.FlowsOverBound, b.WorstOverNs)
+	}
+	r.CapacityRemoved.PerFlow[0] = 1
+	if b := CompareBaseline(r, base); b.BoundNs != 0 || b.BoundDip != 1 {
+		t.Errorf("a flow cut off: bound %d ns, dip %.3f; want 0, 1", b.BoundNs, b.BoundDip)
+	}
+}

@@ -247,11 +247,13 @@ func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot,
 }
 
 // suspectProbeEV chooses the EV for suspect i's probe among the planes in
-// mask: the suspect EV itself when it is being confirmed (self), else an
-// EV of the plane that delivered the latest packet, other than the
-// suspect's and those where its probes went unanswered (probePlanes). An
-// unanswered probe costs a loss timeout, so it goes where packets are
-// known to get through (docs/spec-gaps.md row 43).
+// mask: the suspect EV itself when it is being confirmed (self), else a
+// usable EV of a plane other than the suspect's and those where its
+// probes went unanswered, while there is one (docs/spec-gaps.md row 43).
+// The suspect's own plane is the likeliest to share its silent loss (the
+// T0 at either end serves every path of the plane to this peer), a plane
+// that left a probe unanswered may be dead to this peer too, and each
+// unanswered probe costs a loss timeout.
 func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evset.Slot, bool) {
 	sp := &s.suspects[i]
 	own := uint32(1) << q.evs.Plane(sp.slot)
@@ -261,36 +263,10 @@ func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evse
 	if !q.evs.Usable(^(own | sp.silent)) {
 		sp.silent = 0 // every other plane left one unanswered: go round again
 	}
-	return q.evs.Pick(now, mask&s.probePlanes(q, own|sp.silent), q.ep.rng)
-}
-
-// probePlanes returns the planes a suspect's probe may take, avoid
-// being its own plane and those where its probes went unanswered: of the
-// usable planes not in avoid, the one whose latest delivered packet was
-// sent last; all of them when none has delivered one; every plane when
-// none is usable. The suspect's own plane is the likeliest to share its
-// silent loss (the T0 at either end serves every path of the plane to
-// this peer); a plane that left a probe unanswered may be dead to this
-// peer however fresh its last delivery.
-func (s *sender) probePlanes(q *QP, avoid uint32) uint32 {
-	others := ^avoid
-	if !q.evs.Usable(others) {
-		return ^uint32(0)
+	if avoid := own | sp.silent; q.evs.Usable(^avoid) {
+		mask &^= avoid
 	}
-	best := -1
-	for p := range s.planeLoss {
-		bit := uint32(1) << p
-		if others&bit == 0 || !q.evs.Usable(bit) {
-			continue
-		}
-		if best < 0 || s.planeLoss[p].delivered > s.planeLoss[best].delivered {
-			best = p
-		}
-	}
-	if best < 0 || s.planeLoss[best].delivered == 0 {
-		return others
-	}
-	return 1 << best
+	return q.evs.Pick(now, mask, q.ep.rng)
 }
 
 // resolveSuspects applies a SACK to the suspects: one whose held PSN it

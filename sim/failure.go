@@ -243,6 +243,10 @@ func (w *World) mergeLinkHolds() {
 				continue
 			}
 			k := slices.Index(holders, a.fail)
+			if k < 0 {
+				drop[i] = true // cannot happen: every end follows its start
+				continue
+			}
 			holders = slices.Delete(holders, k, k+1)
 			switch {
 			case len(holders) > 0 && k == 0:

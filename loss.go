@@ -24,6 +24,10 @@ type suspect struct {
 	awaiting bool       // a probe is out
 	at       mtime.Time // the answer's deadline when awaiting, else when the next probe is due
 	used     bool
+	// probePlane is the plane the latest probe went out on; silent has a
+	// bit for each plane where one went unanswered.
+	probePlane int
+	silent     uint32
 	// self says the packet is known lost and resent, and the probes now
 	// travel the suspect EV itself, to tell congestion from a dead path
 	// (sender.confirm).
@@ -149,11 +153,20 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 }
 
 // planeDown takes every packet in flight on plane out of flight for
-// retransmission elsewhere, without blaming its EV: the port is down.
+// retransmission elsewhere, without blaming its EV: the port is down. A
+// suspect of the plane ends unblamed; one whose probe went out on the
+// plane asks again at once on another, the try uncounted: the probe or
+// its answer, which takes the probe's path back, is lost with the port.
 func (s *sender) planeDown(q *QP, plane int) {
 	for i := range s.suspects {
-		if sp := &s.suspects[i]; sp.used && q.evs.Plane(sp.slot) == plane {
+		sp := &s.suspects[i]
+		switch {
+		case !sp.used:
+		case q.evs.Plane(sp.slot) == plane:
 			s.release(q, q.now, i, false, false)
+		case sp.awaiting && sp.probePlane == plane:
+			sp.awaiting, sp.at = false, q.now
+			sp.tries--
 		}
 	}
 	for p := s.lossHead; p != noPSN; {
@@ -229,15 +242,29 @@ func (s *sender) sendSuspectProbe(q *QP, now mtime.Time, i int, slot evset.Slot,
 	sp := &s.suspects[i]
 	sp.awaiting, sp.at = true, now.Add(q.lossTimeout())
 	sp.tries++
+	sp.probePlane = q.evs.Plane(slot)
 	q.writeProbe(now, slot, sp.psn, buf, tx)
 }
 
 // suspectProbeEV chooses the EV for suspect i's probe among the planes in
-// mask: the suspect EV itself when it is being confirmed (self), else
-// another usable EV.
+// mask: the suspect EV itself when it is being confirmed (self), else a
+// usable EV of a plane other than the suspect's and those where its
+// probes went unanswered, while there is one (docs/spec-gaps.md row 45).
+// The suspect's own plane is the likeliest to share its silent loss (the
+// T0 at either end serves every path of the plane to this peer), a plane
+// that left a probe unanswered may be dead to this peer too, and each
+// unanswered probe costs a loss timeout.
 func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evset.Slot, bool) {
-	if sp := &s.suspects[i]; sp.self {
-		return sp.slot, mask&(1<<q.evs.Plane(sp.slot)) != 0
+	sp := &s.suspects[i]
+	own := uint32(1) << q.evs.Plane(sp.slot)
+	if sp.self {
+		return sp.slot, mask&own != 0
+	}
+	if !q.evs.Usable(^(own | sp.silent)) {
+		sp.silent = 0 // every other plane left one unanswered: go round again
+	}
+	if avoid := own | sp.silent; q.evs.Usable(^avoid) {
+		mask &^= avoid
 	}
 	return q.evs.Pick(now, mask, q.ep.rng)
 }
@@ -280,6 +307,7 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 			continue
 		}
 		sp.awaiting = false
+		sp.silent |= 1 << sp.probePlane
 		if sp.tries >= suspectTries || sp.self && sp.tries >= selfProbeTries {
 			s.release(q, now, i, true, true)
 			continue

@@ -277,9 +277,16 @@ func (n *NSCC) OnGone(_ mtime.Time, bytes int) {
 // an RTT halves cwnd". We clamp once, on the first penalized SACK of an
 // episode, to the bytes in flight before that SACK (dropping unused window
 // of an application-limited sender), and then subtract pen × acked / 128
-// per SACK.
+// per SACK. A penalized SACK that acknowledges nothing (a probe's
+// answer) blocks increases and does no more: it neither starts an
+// episode nor clamps, for a sender with nothing in flight, a QP that
+// only probes before its data starts, would be clamped to no window at
+// all by a penalty its own packets did not earn.
 func (n *NSCC) applyPenalty(now mtime.Time, a Ack, nrb int) bool {
 	pen := int(a.RcvCwndPen)
+	if pen > 0 && nrb == 0 {
+		return true
+	}
 	if pen > 0 {
 		n.stats.PenalizedAcks++
 		if n.savedCwnd == 0 {

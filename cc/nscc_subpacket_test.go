@@ -116,3 +116,22 @@ func TestNSCCQuickAdaptAboveOnePacketOnly(t *testing.T) {
 		t.Errorf("%d quick adapts below one packet", qa)
 	}
 }
+
+// TestNSCCPenaltyOnAProbeAnswerCutsNothing: a penalized SACK that
+// acknowledges nothing, such as the answer to a probe of a QP whose data
+// has not started, blocks increases but leaves the window alone; the
+// first SACK that acknowledges data then does what it does without it.
+func TestNSCCPenaltyOnAProbeAnswerCutsNothing(t *testing.T) {
+	n, fresh := NewNSCC(quietConfig(), 0), NewNSCC(quietConfig(), 0)
+	w := n.Window()
+	n.OnAck(at(1), Ack{RTT: tBase, RcvCwndPen: 1}) // nothing in flight, nothing acknowledged
+	wantWindow(t, n, w)
+	p := ack(us(0), false)
+	p.RcvCwndPen, p.Inflight = 64, 60000
+	n.OnAck(at(13), p)
+	fresh.OnAck(at(13), p)
+	if fresh.Window() >= w {
+		t.Fatalf("the data SACK's penalty cut nothing: %d", fresh.Window())
+	}
+	wantWindow(t, n, fresh.Window())
+}

@@ -384,6 +384,15 @@ func addCapacityRows(r *Report, add func(string, func(*Result) string)) {
 		}
 		return "—"
 	})
+	add("step dip the capacity allows", func(x *Result) string {
+		if b := x.Baseline; b != nil {
+			if b.BoundNs == 0 {
+				return percent(b.BoundDip) + " (a flow lost every path)"
+			}
+			return percent(b.BoundDip) + " (by " + Duration(b.BoundNs) + ")"
+		}
+		return "—"
+	})
 	add("flows over capacity bound", func(x *Result) string {
 		if b := x.Baseline; b != nil {
 			s := Count(uint64(b.FlowsOverBound))

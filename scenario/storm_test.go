@@ -55,8 +55,8 @@ func TestStorm1k(t *testing.T) {
 	if c == nil || c.Flows == nil || b == nil {
 		t.Fatalf("capacity %+v, baseline %+v", c, b)
 	}
-	t.Logf("capacity removed: fabric %.3f, t0_t1 %.3f, flows %.3f (max %.3f), %d hosts hit (max %.3f); without failures %d ns; dip %.3f over the window, %.3f of the step; %d flows over the bound",
-		c.Fabric, c.ByClass["t0_t1"], *c.Flows, *c.FlowsMax, c.HostsHit, c.HostsMax, b.CompletionNs, b.GoodputDip, b.StepDip, b.FlowsOverBound)
+	t.Logf("capacity removed: fabric %.3f, t0_t1 %.3f, flows %.3f (max %.3f), %d hosts hit (max %.3f); without failures %d ns; dip %.3f over the window, %.3f of the step (%.3f allowed); %d flows over the bound",
+		c.Fabric, c.ByClass["t0_t1"], *c.Flows, *c.FlowsMax, c.HostsHit, c.HostsMax, b.CompletionNs, b.GoodputDip, b.StepDip, b.BoundDip, b.FlowsOverBound)
 	if c.Fabric <= 0 || *c.Flows <= 0 || *c.FlowsMax < *c.Flows || c.HostsHit == 0 || c.HostsMax < c.HostsMean || b.CompletionNs >= r.CompletionNs {
 		t.Errorf("capacity or baseline figures inconsistent: %+v, %+v", c, b)
 	}

@@ -416,6 +416,16 @@ type Baseline struct {
 	MarginNs       int64 `json:"margin_ns"`
 	FlowsOverBound int   `json:"flows_over_bound"`
 	WorstOverNs    int64 `json:"worst_over_ns"`
+	// BoundNs is the completion time the capacity removed allows: the
+	// latest, over the flows, of a flow's start plus its bound above
+	// (0 when a flow lost every path). BoundDip is the step dip at that
+	// completion time, 1 − CompletionNs/BoundNs (1 without a bound):
+	// the dip a transport that lost only the capacity removed, and the
+	// margin, would show. A step ends with its slowest flow, so StepDip
+	// is to be set against BoundDip, not against the capacity removed
+	// averaged over the flows.
+	BoundNs  int64   `json:"bound_ns"`
+	BoundDip float64 `json:"bound_dip"`
 	// StepNs and StepMeanNs are a training job's step times without
 	// failures (null, 0 without a job).
 	StepNs     []int64 `json:"step_ns"`
@@ -442,11 +452,15 @@ func CompareBaseline(r, base *Result) *Baseline {
 	if d0 := base.Series.deliveredBy(base.CompletionNs); d0 > 0 {
 		b.GoodputDip = 1 - r.Series.deliveredBy(base.CompletionNs)/d0
 	}
+	unbounded := false
 	for i, f := range r.FlowResults {
 		if i >= len(base.FlowResults) || len(c.PerFlow) <= i || base.FlowResults[i].FCTNs < 0 {
 			continue
 		}
 		share := c.PerFlow[i]
+		if share >= 1 {
+			unbounded = true
+		}
 		if f.FCTNs < 0 || share >= 1 {
 			b.FlowsOverBound++
 			continue
@@ -456,6 +470,13 @@ func CompareBaseline(r, base *Result) *Baseline {
 			b.FlowsOverBound++
 			b.WorstOverNs = max(b.WorstOverNs, over)
 		}
+		b.BoundNs = max(b.BoundNs, f.StartNs+int64(bound))
+	}
+	switch {
+	case unbounded || b.BoundNs <= 0:
+		b.BoundNs, b.BoundDip = 0, 1
+	default:
+		b.BoundDip = max(0, 1-float64(base.CompletionNs)/float64(b.BoundNs))
 	}
 	return b
 }

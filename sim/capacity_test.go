@@ -68,3 +68,72 @@ func TestCapacityRemoved(t *testing.T) {
 	near("flows", *c.Flows, mean)
 	near("flows_max", *c.FlowsMax, worst)
 }
+
+// A link is down while any failure holds it: a flap on a host link whose
+// T0 is down, and the end of one failure of a link another still holds,
+// leave it down. Before, each failure's end brought the link up, the NIC
+// was told its port was up, and it sent into a dead T0.
+func TestOverlappingFailuresHoldALink(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, Planes: 2, T0Down: 8, T0Up: 4})
+	wl := smallPerm(t, 16, 1<<20)
+	const us = time.Microsecond
+	w, err := New(Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 3, Failures: []Failure{
+		{Kind: SwitchDown, Element: "t0-p0-0"},
+		{Kind: LinkFlap, Element: "h0/p0", At: 5 * us, Until: 30 * us, FlapRate: 2e5, DownFor: 2 * us},
+		{Kind: LinkDown, Element: "t0-p1-0/t1-p1-0", Until: 20 * us},
+		{Kind: SwitchReboot, Element: "t1-p1-0", At: 10 * us, Until: 40 * us}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkComplete(t, r, wl)
+	c := r.CapacityRemoved
+	if c == nil {
+		t.Fatal("no capacity figures")
+	}
+	win := float64(c.WindowNs)
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-3 {
+			t.Errorf("%s: %.5f, want %.5f", what, got, want)
+		}
+	}
+	// The T0 takes its 8 host links and 4 uplinks for the whole run; the
+	// link down until 20 µs stays down until the reboot ends at 40 µs,
+	// and the reboot takes the T1's other link for its 30 µs.
+	near("host_t0", c.ByClass["host_t0"], 8.0/32)
+	near("t0_t1", c.ByClass["t0_t1"], (4+(40e3+30e3)/win)/16)
+	h0 := tp.HostLink[0*tp.Planes+0]
+	for at := Time(0); at < Time(r.CompletionNs)*1000; at += Time(us.Nanoseconds()) * 1000 {
+		if w.linkUpAt(int(h0), at) {
+			t.Fatalf("h0/p0 up at %v under its dead T0", at)
+		}
+	}
+}
+
+// TestBoundDip checks the step bound by hand: flow 0 starts at 0, takes
+// 40 µs without failures and lost half its paths (bound 0 + 80 + the
+// margin of six 5 µs base RTTs = 110 µs); flow 1 starts at 60 µs, takes
+// 40 µs and lost nothing (60 + 40 + 30 = 130 µs). The run without
+// failures ends at 100 µs, so the capacity removed allows a step dip of
+// 1 − 100/130. A flow that lost every path leaves no bound.
+func TestBoundDip(t *testing.T) {
+	const us = 1000
+	base := &Result{CompletionNs: 100 * us, FlowResults: []FlowResult{{StartNs: 0, FCTNs: 40 * us}, {StartNs: 60 * us, FCTNs: 40 * us}}}
+	r := &Result{Flows: 2, FlowsCompleted: 2, CompletionNs: 150 * us, baseRTT: 5 * time.Microsecond,
+		FlowResults:     []FlowResult{{StartNs: 0, FCTNs: 90 * us}, {StartNs: 60 * us, FCTNs: 90 * us}},
+		CapacityRemoved: &CapacityRemoved{PerFlow: []float64{0.5, 0}}}
+	b := CompareBaseline(r, base)
+	if b.BoundNs != 130*us || math.Abs(b.BoundDip-(1-100.0/130)) > 1e-9 || math.Abs(b.StepDip-(1-100.0/150)) > 1e-9 {
+		t.Errorf("bound %d ns, bound dip %.4f, step dip %.4f; want 130000, %.4f, %.4f", b.BoundNs, b.BoundDip, b.StepDip, 1-100.0/130, 1-100.0/150)
+	}
+	if b.FlowsOverBound != 1 || b.WorstOverNs != 20*us {
+		t.Errorf("%d flows over their bound, worst by %d ns; want flow 1 by 20000", b.FlowsOverBound, b.WorstOverNs)
+	}
+	r.CapacityRemoved.PerFlow[0] = 1
+	if b := CompareBaseline(r, base); b.BoundNs != 0 || b.BoundDip != 1 {
+		t.Errorf("a flow cut off: bound %d ns, dip %.3f; want 0, 1", b.BoundNs, b.BoundDip)
+	}
+}

@@ -16,6 +16,7 @@ type actionOp uint8
 const (
 	aLinkDown actionOp = iota
 	aLinkUp
+	aLinkHeld // a link already down is now held down by another failure
 	aLossy
 	aLossyOff
 	aBlackhole
@@ -118,9 +119,7 @@ func (w *World) scheduleFailures() error {
 			}
 		}
 	}
-	for l := range w.linkEvents {
-		slices.SortStableFunc(w.linkEvents[l], func(a, b linkEvent) int { return cmpTime(a.at, b.at) })
-	}
+	w.mergeLinkHolds()
 	for _, s := range w.shards {
 		s.failLast = make([]Time, len(w.fails))
 		s.failLastCtl = make([]Time, len(w.fails))
@@ -205,14 +204,73 @@ func (w *World) linkChanges(l int) []linkEvent {
 
 func (w *World) addLinkActions(l int, at, until Time, fi int32) {
 	w.actions = append(w.actions, action{at: at, op: aLinkDown, link: int32(l), fail: fi})
-	if w.linkEvents == nil {
-		w.linkEvents = make([][]linkEvent, len(w.t.Links))
-	}
-	w.linkEvents[l] = append(w.linkEvents[l], linkEvent{at, false})
 	if until > 0 {
 		w.actions = append(w.actions, action{at: until, op: aLinkUp, link: int32(l), fail: fi})
-		w.linkEvents[l] = append(w.linkEvents[l], linkEvent{until, true})
 	}
+}
+
+// mergeLinkHolds makes each link down while any failure holds it: a
+// flap on a host link of a T0 that is down, or a reboot's end on a
+// switch that also failed for good, must not bring the link back. Of a
+// link's down and up actions it keeps those that change its state; a
+// failure's end while another still holds the link becomes aLinkHeld
+// (the link's drops are charged to the other), and the rest go. It then
+// records every link's state changes in time order (w.linkEvents).
+func (w *World) mergeLinkHolds() {
+	byLink := map[int32][]int{}
+	for i, a := range w.actions {
+		if a.op == aLinkDown || a.op == aLinkUp {
+			byLink[a.link] = append(byLink[a.link], i)
+		}
+	}
+	drop := make([]bool, len(w.actions))
+	for l, idx := range byLink {
+		// In time order; at one instant a hold starts before another ends,
+		// so that the link does not blink up between them.
+		slices.SortStableFunc(idx, func(i, j int) int {
+			a, b := &w.actions[i], &w.actions[j]
+			if c := cmpTime(a.at, b.at); c != 0 {
+				return c
+			}
+			return int(a.op) - int(b.op)
+		})
+		var holders []int32 // the failures holding the link, the first charged
+		for _, i := range idx {
+			a := &w.actions[i]
+			if a.op == aLinkDown {
+				drop[i] = len(holders) > 0
+				holders = append(holders, a.fail)
+				continue
+			}
+			k := slices.Index(holders, a.fail)
+			if k < 0 {
+				drop[i] = true // cannot happen: every end follows its start
+				continue
+			}
+			holders = slices.Delete(holders, k, k+1)
+			switch {
+			case len(holders) > 0 && k == 0:
+				a.op, a.fail = aLinkHeld, holders[0]
+			case len(holders) > 0:
+				drop[i] = true
+			}
+		}
+		if w.linkEvents == nil {
+			w.linkEvents = make([][]linkEvent, len(w.t.Links))
+		}
+		for _, i := range idx {
+			if a := &w.actions[i]; !drop[i] && a.op != aLinkHeld {
+				w.linkEvents[l] = append(w.linkEvents[l], linkEvent{a.at, a.op == aLinkUp})
+			}
+		}
+	}
+	kept := w.actions[:0]
+	for i, a := range w.actions {
+		if !drop[i] {
+			kept = append(kept, a)
+		}
+	}
+	w.actions = kept
 }
 
 // linkUpAt reports whether link l was up at time at.
@@ -381,6 +439,18 @@ func (s *shard) applyAction(ai int32) {
 				r.loss, r.lossFail = a.loss, a.fail
 			} else {
 				r.loss, r.lossFail = 0, -1
+			}
+		}
+		return
+	}
+	if a.op == aLinkHeld {
+		for d := range 2 {
+			dl := 2*a.link + int32(d)
+			if int(w.lk[dl].recvShard) == s.id {
+				w.rx[dl].fail = a.fail
+			}
+			if int(w.lk[dl].sendShard) == s.id {
+				w.tx[dl].fail = a.fail
 			}
 		}
 		return

@@ -48,10 +48,11 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	// answer its latest transmission (rttsample.go; a probe's answer
 	// names a PSN the probe did not carry: no sample).
 	var rtt time.Duration
+	s.rtxFlagged = s.rtxFlagged || sk.Rtx
 	if q.ep.cfg.Timestamps {
 		rtt = time.Duration(uint16(timestamp(now)-sk.CC.TxTimestamp)) << 7
 	} else if trig := cack.Add(int(sk.AckPSNOffset)); inFlight(trig) && !sk.PR {
-		if r := s.rec(trig); r.state == pktInFlight && r.answers(now, sk.Rtx, q.ep.cfg.longestRTT()) {
+		if r := s.rec(trig); r.state == pktInFlight && r.answers(now, sk.Rtx, s.rtxFlagged, q.ep.cfg.longestRTT()) {
 			// Without timestamps the field carries the responder's
 			// hold (holdStamp); a peer that leaves it zero holds nothing.
 			rtt = now.Sub(r.sentAt) - time.Duration(sk.CC.TxTimestamp)<<7

@@ -51,11 +51,18 @@ func (r *txPkt) resent(now mtime.Time) {
 // answers reports whether a SACK arriving at now that names r's PSN as its
 // trigger answers r's latest transmission: every earlier one is known
 // dead, too old to be answered now, or excluded by the SACK's rtx flag.
-// longest is the longest round trip the fabric allows.
-func (r *txPkt) answers(now mtime.Time, rtx bool, longest time.Duration) bool {
+// longest is the longest round trip the fabric allows. flagged says the
+// peer sets the rtx flag (one of its SACKs has): its clear flag then names
+// the first transmission, which overrules the age bound, since a copy can
+// wait longer than the bound assumes (a probe forwarded at priority
+// overtakes it, its answer has the copy retransmitted, and the copy
+// arrives after all).
+func (r *txPkt) answers(now mtime.Time, rtx, flagged bool, longest time.Duration) bool {
 	switch {
 	case r.marks&echoMask == 0:
 		return true
+	case flagged && !rtx && r.rtx > 0:
+		return false
 	case now.Sub(r.sentAt)+time.Duration(r.echoAge)*time.Microsecond > longest:
 		return true
 	default:

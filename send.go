@@ -96,6 +96,9 @@ type sender struct {
 	wimm    int // WRITE_IMMs started and not completed
 
 	srtt, rttvar time.Duration
+	// rtxFlagged says a SACK of the peer's has set the rtx flag, so its
+	// clear flag means a first transmission (txPkt.answers).
+	rtxFlagged bool
 
 	timeout      time.Duration // QP local ACK timeout
 	retryLinear  int

@@ -53,10 +53,9 @@ func (r *txPkt) resent(now mtime.Time) {
 // dead, too old to be answered now, or excluded by the SACK's rtx flag.
 // longest is the longest round trip the fabric allows. flagged says the
 // peer sets the rtx flag (one of its SACKs has): its clear flag then names
-// the first transmission, which overrules the age bound, since a copy can
-// wait longer than the bound assumes (a probe forwarded at priority
-// overtakes it, its answer has the copy retransmitted, and the copy
-// arrives after all).
+// the first transmission, which overrules the age bound: a copy can wait
+// longer than the bound assumes (strict-priority traffic ahead of it), be
+// timed out and resent, and still arrive.
 func (r *txPkt) answers(now mtime.Time, rtx, flagged bool, longest time.Duration) bool {
 	switch {
 	case r.marks&echoMask == 0:

@@ -37,8 +37,8 @@ func TestRetransmissionSamples(t *testing.T) {
 		{"a retransmission timed out longer ago than the longest RTT", []copy{{40, true}, {60, false}}, 110, true, false, true},
 		{"first copy timed out long ago, flag clear", []copy{{10, false}}, 110, false, false, true},
 		// A peer known to set the flag says the trigger was the first
-		// copy, however old: it waited in a queue past the bound (a probe
-		// that overtook it had it retransmitted). Timing the
+		// copy, however old: it waited in a queue past the bound, timed
+		// out and was resent, and arrived after all. Timing the
 		// retransmission would take an RTT far below the fabric's and cap
 		// NSCC's max_cwnd for good (docs/spec-gaps.md row 40).
 		{"first copy timed out long ago, flag clear from a peer that sets it", []copy{{10, false}}, 110, false, true, false},

@@ -42,7 +42,9 @@ func BenchmarkPermutation(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 }
 
-func htsimInputs(t testing.TB) (*topo.Topology, *workload.Workload) {
+// htsimInputs reads htsim's topology topoFile and connection matrix
+// cmFile, as bundled with mrc (or from the shared data when run outside).
+func htsimInputs(t testing.TB, topoFile, cmFile string) (*topo.Topology, *workload.Workload) {
 	dir := "../scenario/presets/htsim/" // bundled with mrc
 	if _, err := os.Stat(dir); err != nil {
 		dir = "/work/shared/data/htsim/"
@@ -50,7 +52,7 @@ func htsimInputs(t testing.TB) (*topo.Topology, *workload.Workload) {
 			t.Skip("htsim samples not available")
 		}
 	}
-	tf, err := htsim.ReadTopoFile(dir + "leaf_spine_1024.topo")
+	tf, err := htsim.ReadTopoFile(dir + topoFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +60,20 @@ func htsimInputs(t testing.TB) (*topo.Topology, *workload.Workload) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl, _, err := htsim.ReadCMFile(dir + "perm_1024n_1024c_0u_2000000b.cm")
+	wl, _, err := htsim.ReadCMFile(dir + cmFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tp, wl
 }
 
+// htsim's reference input: 1024 × 2 MB on its 1024-host leaf-spine.
+const permTopo, permCM = "leaf_spine_1024.topo", "perm_1024n_1024c_0u_2000000b.cm"
+
 // BenchmarkHtsimPermutation runs htsim's reference input (1024 × 2 MB on
 // its 1024-host leaf-spine); htsim takes 10–12 s on this machine class.
 func BenchmarkHtsimPermutation(b *testing.B) {
-	tp, wl := htsimInputs(b)
+	tp, wl := htsimInputs(b, permTopo, permCM)
 	var r *Result
 	for b.Loop() {
 		b.StopTimer()
@@ -91,7 +96,7 @@ func TestHtsimPermutation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds")
 	}
-	tp, wl := htsimInputs(t)
+	tp, wl := htsimInputs(t, permTopo, permCM)
 	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 1, SeriesFlows: -1})
 	checkComplete(t, r, wl)
 	t.Logf("FCT %+v ns, ideal %d ns, %d events, %.2f s", r.FCT, r.IdealNs, r.Events, r.WallS)

@@ -5,9 +5,9 @@ package sim
 
 import (
 	"fmt"
-	"github.com/openmrc/mrc/internal/slab"
 	"math/rand/v2"
 
+	"github.com/openmrc/mrc/internal/slab"
 	"github.com/openmrc/mrc/vswitch"
 )
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc/sim/htsim"
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
 	"github.com/openmrc/mrc/vswitch"
@@ -539,15 +538,19 @@ func TestThreeTierIncastKeepsTheLinkBusy(t *testing.T) {
 	if dropped := r.Drops["header_queue_full"]; r.LossTimeouts > dropped {
 		t.Errorf("%d loss timeouts for %d trimmed headers dropped: timers fired for packets still queued", r.LossTimeouts, dropped)
 	}
-	// A trimmed header on the wire: the data packet's headers (84 bytes
-	// of IPv6 to ICRC, the SRv6 outer IPv6 header, Ethernet's 38) less
-	// the ICRC, as wire.Trim cuts it.
-	const trimmedWire = 84 + 40 + 38 - 4
-	headers := time.Duration(r.Trims) * trimmedWire * 8 * time.Second / 100e9
+	headers := trimmedHeaderTime(r)
 	if bound := (time.Duration(r.IdealNs) + headers) * 101 / 100; time.Duration(r.CompletionNs) > bound {
 		t.Errorf("completion %v, over the ideal %v plus %v of trimmed headers (+1%%): the receiver's link idled",
 			time.Duration(r.CompletionNs), time.Duration(r.IdealNs), headers)
 	}
+}
+
+// trimmedHeaderTime is the wire time at 100 Gb/s of r's trimmed headers:
+// a data packet's headers (84 bytes of IPv6 to ICRC, the SRv6 outer IPv6
+// header, Ethernet's 38) less the ICRC, as wire.Trim cuts it.
+func trimmedHeaderTime(r *Result) time.Duration {
+	const trimmedWire = 84 + 40 + 38 - 4
+	return time.Duration(r.Trims) * trimmedWire * 8 * time.Second / 100e9
 }
 
 // TestThousandSenderIncastKeepsTheLinkBusy: htsim's 1023→1 incast of
@@ -564,23 +567,10 @@ func TestThousandSenderIncastKeepsTheLinkBusy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds")
 	}
-	const dir = "../scenario/presets/htsim/"
-	tf, err := htsim.ReadTopoFile(dir + "fat_tree_1024.topo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := tf.Build(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wl, _, err := htsim.ReadCMFile(dir + "incast_1024_100K.cm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, wl := htsimInputs(t, "fat_tree_1024.topo", "incast_1024_100K.cm")
 	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 1})
 	checkComplete(t, r, wl)
-	const trimmedWire = 84 + 40 + 38 - 4 // as in TestThreeTierIncastKeepsTheLinkBusy
-	headers := time.Duration(r.Trims) * trimmedWire * 8 * time.Second / 100e9
+	headers := trimmedHeaderTime(r)
 	t.Logf("completion %v, ideal %v, trimmed headers %v, %d loss timeouts, %d EVs retired",
 		time.Duration(r.CompletionNs), time.Duration(r.IdealNs), headers, r.LossTimeouts, r.EVStates.Retired)
 	if bound := (time.Duration(r.IdealNs) + headers) * 102 / 100; time.Duration(r.CompletionNs) > bound {

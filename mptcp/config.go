@@ -75,7 +75,18 @@ type Config struct {
 	// Subflows it must stay within the TCP ports a host has
 	// (MaxConns × Subflows ≤ 32511).
 	MaxConns int
+	// RecvWindow is the connection-level receive window in bytes (default
+	// 6 MiB, Linux's tcp_rmem maximum, to which its MPTCP socket's buffer
+	// autotunes). The receiver drops a mapping that ends more than
+	// RecvWindow bytes past the data it has in order, and the sender
+	// schedules no byte more than RecvWindow past its data ACK. The window
+	// is not advertised: like the handshake's other settings, both ends
+	// are set up with the same one (docs/mptcp.md).
+	RecvWindow int
 }
+
+// DefaultRecvWindow is the default connection-level receive window.
+const DefaultRecvWindow = 6 << 20
 
 // MaxSubflows is the most subflows a connection may have.
 const MaxSubflows = 64
@@ -90,6 +101,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConns == 0 {
 		c.MaxConns = 512
 	}
+	if c.RecvWindow == 0 {
+		c.RecvWindow = DefaultRecvWindow
+	}
 	c.TCP.MaxQPs = c.MaxConns * c.Subflows
 	return c
 }
@@ -103,6 +117,8 @@ func (c Config) problem() string {
 		return fmt.Sprintf("cc %v", c.CC)
 	case c.TCP.Variant != tcp.NewReno:
 		return fmt.Sprintf("subflow variant %v: MPTCP's subflows run NewReno under coupled congestion control", c.TCP.Variant)
+	case c.RecvWindow < 1 || c.RecvWindow > 1<<30:
+		return fmt.Sprintf("receive window %d bytes, want 1 to 1 GiB", c.RecvWindow)
 	case c.MaxConns < 1 || c.MaxConns*c.Subflows > maxTCPConns:
 		return fmt.Sprintf("%d connections of %d subflows: a host has %d subflow ports", c.MaxConns, c.Subflows, maxTCPConns)
 	}

@@ -147,7 +147,7 @@ func (c *Conn) PostRecv(id uint64) error {
 
 // schedule hands data to subflows while one has room: data waiting for
 // reinjection first, then new data in runs of at most an MSS that never
-// cross a message's end, each to the subflow with the lowest smoothed
+// cross a message's end nor the peer's receive window, each to the subflow with the lowest smoothed
 // RTT whose window has room for it (the default scheduler of the
 // multipath-tcp.org kernel, docs/mptcp.md). opened, if not nil, is the
 // only subflow whose window can have opened since the last call: if that
@@ -170,7 +170,11 @@ func (c *Conn) schedule(now mtime.Time, opened *subflow) {
 				c.wNext++
 			}
 			msgEnd := c.writes.At(c.wNext).end
-			n := min(uint64(c.ep.cfg.TCP.MSS), msgEnd-c.nxt)
+			n := min(uint64(c.ep.cfg.TCP.MSS), msgEnd-c.nxt, c.una+uint64(c.ep.cfg.RecvWindow)-c.nxt)
+			if n == 0 { // the peer's window is full: a data ACK may open it on any subflow
+				c.full = false
+				return
+			}
 			m = mapping{dsn: c.nxt, n: int32(n), psh: c.nxt+n == msgEnd, from: -1}
 		}
 		s := c.pick(int(m.n), int(m.from), opened)
@@ -293,8 +297,10 @@ func (s *subflow) Incoming(now mtime.Time, h *tcp.Header, start uint64, n int) {
 	if n > 0 {
 		dsn := widen(d.DSN, d.DSN64, c.rcv.Next()+1) - 1
 		switch {
-		case !ok || !d.HasMap || d.SSN != uint32(start+1) || int(d.Length) != n || int64(dsn) < 0 || dsn > c.rcv.Next()+1<<32:
+		case !ok || !d.HasMap || d.SSN != uint32(start+1) || int(d.Length) != n || int64(dsn) < 0:
 			c.stats.Drops[verbs.DropMalformed]++ // no usable mapping: the data cannot be placed
+		case dsn > c.rcv.Next()+uint64(c.ep.cfg.RecvWindow) || dsn+uint64(n) > c.rcv.Next()+uint64(c.ep.cfg.RecvWindow):
+			c.stats.Drops[verbs.DropOutOfWindow]++ // past what the sender may send
 		case !c.rcv.Add(reasm.Span{Start: dsn, End: dsn + uint64(n)}, h.Flags&tcp.FlagPSH != 0):
 			c.stats.Duplicates++
 		default:

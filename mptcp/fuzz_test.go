@@ -52,9 +52,11 @@ func FuzzDSS(f *testing.F) {
 // the fuzzer's, to a subflow of either end of a transfer in progress,
 // between normal exchanges: nothing panics, and a transfer that a
 // segment to the receiver could not corrupt (it cannot forge what the
-// sender believes) still delivers every byte once. (A forged data ACK
-// to the sender of bytes the receiver lacks stalls MPTCP as a forged ACK
-// stalls TCP.)
+// sender believes) still delivers every byte once. The receive window
+// is smaller than the transfer, so a mapping it admits lies within the
+// data stream, where the real data overlaps it; one past the window is
+// dropped. (A forged data ACK to the sender of bytes the receiver lacks
+// stalls MPTCP as a forged ACK stalls TCP.)
 func FuzzHandleDatagram(f *testing.F) {
 	h := tcp.Header{Flags: tcp.FlagACK, Ack: 0x800, Window: 0xffff}
 	d := DSS{HasACK: true, ACK64: true, DataACK: 0x801, HasMap: true, DSN64: true, DSN: 0x1001, SSN: 1, Length: 100}
@@ -63,8 +65,13 @@ func FuzzHandleDatagram(f *testing.F) {
 	f.Add(h.Append(nil), uint16(0), false, uint8(0))
 	h.NSACK, h.SACK[0] = 1, tcp.SACKBlock{Left: 0x1000, Right: 0x3000}
 	f.Add(h.Append(nil), uint16(0), false, uint8(2))
+	// 100 bytes mapped just past the stream's end, 1 MiB on.
+	h = tcp.Header{Flags: tcp.FlagACK, Seq: 0x20000, Window: 0xffff}
+	d = DSS{HasMap: true, DSN64: true, DSN: 1<<20 + 1, SSN: 0x20001, Length: 100}
+	h.MPTCPLen = len(d.Append(h.MPTCP[:0]))
+	f.Add(h.Append(nil), uint16(100), true, uint8(0))
 	f.Fuzz(func(t *testing.T, seg []byte, payload uint16, toReceiver bool, sub uint8) {
-		cfg := Config{Subflows: 3, TCP: tcp.Config{SkipChecksum: true, MinRTO: time.Millisecond}}
+		cfg := Config{Subflows: 3, RecvWindow: 256 << 10, TCP: tcp.Config{SkipChecksum: true, MinRTO: time.Millisecond}}
 		n := newNet(t, 2, 10e9, 0, cfg, tcp.Config{}, vswitch.QueueConfig{Buffer: 24 << 10})
 		fl := n.startMPTCP(0, 1, 1<<20)
 		n.track(fl)

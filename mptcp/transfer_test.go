@@ -198,3 +198,29 @@ func TestDrainedDataLevelAcksEverySubflow(t *testing.T) {
 		t.Errorf("the data level drained: %d ACKs at once, want one on each subflow", n)
 	}
 }
+
+// TestReceiveWindowBoundsTheSender: the sender never has more than the
+// receive window scheduled beyond its data ACK, and a window of two and
+// a half segments, below what four subflows' windows hold, still
+// completes the transfer; the default window lets more out.
+func TestReceiveWindowBoundsTheSender(t *testing.T) {
+	const size = 1 << 20
+	for _, window := range []int{10 << 10, 0} {
+		cfg := Config{Subflows: 4, RecvWindow: window, TCP: tcp.Config{MinRTO: time.Millisecond}}
+		d := newNet(t, 2, 10e9, 5*time.Microsecond, cfg, tcp.Config{}, vswitch.QueueConfig{Buffer: 4 << 20})
+		f := d.startMPTCP(0, 1, size)
+		d.track(f)
+		s := f.snd.(*Conn)
+		var most uint64
+		if !d.Run(time.Second, func() bool { most = max(most, s.nxt-s.una); return f.finished() }) {
+			t.Fatalf("window %d: not done at %v: %+v", window, d.Now, *f)
+		}
+		t.Logf("window %d: done at %v, at most %d bytes beyond the data ACK", window, d.Now, most)
+		if window > 0 && most > uint64(window) {
+			t.Errorf("window %d: %d bytes beyond the data ACK", window, most)
+		}
+		if window == 0 && most <= 10<<10 {
+			t.Errorf("the default window let out at most %d bytes: the small window bounds nothing", most)
+		}
+	}
+}

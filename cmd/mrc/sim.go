@@ -490,6 +490,7 @@ func heapProfile(file string) (write func() error, err error) {
 		return nil, usagef("--memprofile: %v", err)
 	}
 	return func() error {
+		runtime.GC() // a profile shows the heap as of the last collection: make it the end of the run
 		err := pprof.WriteHeapProfile(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr

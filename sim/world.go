@@ -322,6 +322,7 @@ func New(cfg Config) (*World, error) {
 	}
 	w.hosts = make([]hostState, t.Hosts)
 	scratch := make([]*mrc.Scratch, len(w.shards))
+	queueing := w.queueingBound(q) // a scan of every link: once, not per host
 	for h := range t.Hosts {
 		ports := make([]netip.Addr, t.Planes)
 		for p := range ports {
@@ -329,7 +330,7 @@ func New(cfg Config) (*World, error) {
 		}
 		spec := NICSpec{
 			Host: h, Ports: ports, Seed: c.Seed*0x100000001b3 + uint64(h), MTU: c.MTU, BaseRTT: w.baseRTT,
-			QueueingBound: w.queueingBound(q), PortRate: t.HostRate(), MaxQPs: max(qps[h], 1), SRv6: c.Transport.Fabric == vswitch.ModeSRv6,
+			QueueingBound: queueing, PortRate: t.HostRate(), MaxQPs: max(qps[h], 1), SRv6: c.Transport.Fabric == vswitch.ModeSRv6,
 		}
 		if c.Trace != nil {
 			spec.Tracer = &hostTracer{s: w.shards[hostShard(h)], host: int32(h), f: c.TraceFilter}

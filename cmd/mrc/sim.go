@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +57,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	traceOut := fs.String("trace", "", "write the transports' JSON-lines trace to `FILE` (docs/trace.md)")
 	traceFilter := fs.String("trace-filter", "", "keep only the trace records `FILTER` selects, e.g. 'kind=ev_state,nacked sample=100'")
 	quiet := fs.Bool("quiet", false, "nothing on stderr but errors: no progress, no notes, no scenario notes under the table (the table still goes to standard output, unless the JSON does)")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof; docs/sim.md, \"Performance\")")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile, building the fabric included, to `FILE` (go tool pprof; docs/sim.md, \"Performance\")")
 	memprofile := fs.String("memprofile", "", "write a heap profile to `FILE` when the run ends (allocations over the whole run)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal and the run takes more than 2 s), on, off")
 	// Flags may follow the scenario file.
@@ -191,8 +192,8 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// files only when there are results: a run that fails leaves
 	// earlier results as they were.
 	var jsonFile *report.File
-	// The profiles, started once the run is ready.
-	stopProfile := func() {}
+	prof := new(cpuProfile)
+	defer prof.stop()
 	writeHeap := func() error { return nil }
 	defer func() {
 		if jsonFile != nil {
@@ -217,12 +218,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		writeHeap = write
-		stop, err := startProfile(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		stopProfile = stop
-		return nil
+		return prof.create(*cpuprofile)
 	}
 
 	setMemoryLimit()
@@ -243,8 +239,15 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "warning: "+msg)
 		}
 	}
+	if *cpuprofile != "" {
+		if err := prof.start(); err != nil {
+			return err
+		}
+	}
 	rep, err := scenario.Run(ctx, plan, opts)
-	stopProfile()
+	if perr := prof.stop(); perr != nil && err == nil {
+		err = perr
+	}
 	pg.clear()
 	if perr := writeHeap(); perr != nil && err == nil {
 		err = perr
@@ -477,6 +480,58 @@ func (p *progressLine) clear() {
 	if p.shown && isTerminal(p.w) {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// cpuProfile profiles into memory from before the first world is built,
+// so that the profile covers building the fabric as well as the run (a
+// 131,072-GPU fabric once took five minutes to build, and a profile of
+// the run alone did not show it), and writes its file, created once the
+// run is ready, when it stops.
+type cpuProfile struct {
+	buf bytes.Buffer
+	f   *os.File
+	on  bool
+}
+
+func (p *cpuProfile) start() error {
+	if err := pprof.StartCPUProfile(&p.buf); err != nil {
+		return usagef("--cpuprofile: %v", err)
+	}
+	p.on = true
+	return nil
+}
+
+// create creates file, if one is named, for the profile.
+func (p *cpuProfile) create(file string) error {
+	if file == "" {
+		return nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return usagef("--cpuprofile: %v", err)
+	}
+	p.f = f
+	return nil
+}
+
+// stop ends profiling, if it is on, and writes the file, if created.
+func (p *cpuProfile) stop() error {
+	if !p.on {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	p.on = false
+	if p.f == nil {
+		return nil
+	}
+	_, err := p.f.Write(p.buf.Bytes())
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %v", err)
+	}
+	return nil
 }
 
 // heapProfile creates file, if one is named, for a heap profile that

@@ -146,12 +146,13 @@ func (c *Conn) PostRecv(id uint64) error {
 }
 
 // schedule hands data to subflows while one has room: data waiting for
-// reinjection first, then new data in runs of at most an MSS that never
-// cross a message's end nor the peer's receive window, each to the subflow with the lowest smoothed
-// RTT whose window has room for it (the default scheduler of the
-// multipath-tcp.org kernel, docs/mptcp.md). opened, if not nil, is the
-// only subflow whose window can have opened since the last call: if that
-// call stopped with every window full, no other subflow needs a look.
+// reinjection first, then new data in runs of at most an MSS that cross
+// neither a message's end nor the peer's receive window, each to the
+// subflow with the lowest smoothed RTT whose window has room for it (the
+// default scheduler of the multipath-tcp.org kernel, docs/mptcp.md).
+// opened, if not nil, is the only subflow whose window can have opened
+// since the last call: if that call stopped with every window full, no
+// other subflow needs a look.
 func (c *Conn) schedule(now mtime.Time, opened *subflow) {
 	if !c.full {
 		opened = nil
@@ -299,7 +300,7 @@ func (s *subflow) Incoming(now mtime.Time, h *tcp.Header, start uint64, n int) {
 		switch {
 		case !ok || !d.HasMap || d.SSN != uint32(start+1) || int(d.Length) != n || int64(dsn) < 0:
 			c.stats.Drops[verbs.DropMalformed]++ // no usable mapping: the data cannot be placed
-		case dsn > c.rcv.Next()+uint64(c.ep.cfg.RecvWindow) || dsn+uint64(n) > c.rcv.Next()+uint64(c.ep.cfg.RecvWindow):
+		case dsn+uint64(n) > c.rcv.Next()+uint64(c.ep.cfg.RecvWindow): // dsn < 2^63: no overflow
 			c.stats.Drops[verbs.DropOutOfWindow]++ // past what the sender may send
 		case !c.rcv.Add(reasm.Span{Start: dsn, End: dsn + uint64(n)}, h.Flags&tcp.FlagPSH != 0):
 			c.stats.Duplicates++

@@ -192,9 +192,21 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// files only when there are results: a run that fails leaves
 	// earlier results as they were.
 	var jsonFile *report.File
-	prof := new(cpuProfile)
-	defer prof.stop()
-	writeHeap := func() error { return nil }
+	// The CPU profile goes into memory from before the first fabric is
+	// built, so that it covers the build too (a 131,072-GPU build once
+	// took five minutes that a profile of the run alone did not show);
+	// its file, like the heap profile's, is created once the run is ready.
+	var cpuProf bytes.Buffer
+	profiling := false
+	stopCPU := func() {
+		if profiling {
+			pprof.StopCPUProfile()
+			profiling = false
+		}
+	}
+	defer stopCPU()
+	noWrite := func() error { return nil }
+	writeCPU, writeHeap := noWrite, noWrite
 	defer func() {
 		if jsonFile != nil {
 			jsonFile.Abort()
@@ -213,12 +225,22 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 				return usagef("--json: %v", err)
 			}
 		}
-		write, err := heapProfile(*memprofile)
+		heap, err := profileFile("--memprofile", *memprofile, func(w io.Writer) error {
+			runtime.GC() // a profile shows the heap as of the last collection: make it the end of the run
+			return pprof.WriteHeapProfile(w)
+		})
 		if err != nil {
 			return err
 		}
-		writeHeap = write
-		return prof.create(*cpuprofile)
+		cpu, err := profileFile("--cpuprofile", *cpuprofile, func(w io.Writer) error {
+			_, err := w.Write(cpuProf.Bytes())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		writeCPU, writeHeap = cpu, heap
+		return nil
 	}
 
 	setMemoryLimit()
@@ -240,17 +262,18 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *cpuprofile != "" {
-		if err := prof.start(); err != nil {
-			return err
+		if err := pprof.StartCPUProfile(&cpuProf); err != nil {
+			return usagef("--cpuprofile: %v", err)
 		}
+		profiling = true
 	}
 	rep, err := scenario.Run(ctx, plan, opts)
-	if perr := prof.stop(); perr != nil && err == nil {
-		err = perr
-	}
+	stopCPU()
 	pg.clear()
-	if perr := writeHeap(); perr != nil && err == nil {
-		err = perr
+	for _, write := range []func() error{writeCPU, writeHeap} {
+		if perr := write(); perr != nil && err == nil {
+			err = perr
+		}
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -482,76 +505,24 @@ func (p *progressLine) clear() {
 	}
 }
 
-// cpuProfile profiles into memory from before the first world is built,
-// so that the profile covers building the fabric as well as the run (a
-// 131,072-GPU fabric once took five minutes to build, and a profile of
-// the run alone did not show it), and writes its file, created once the
-// run is ready, when it stops.
-type cpuProfile struct {
-	buf bytes.Buffer
-	f   *os.File
-	on  bool
-}
-
-func (p *cpuProfile) start() error {
-	if err := pprof.StartCPUProfile(&p.buf); err != nil {
-		return usagef("--cpuprofile: %v", err)
-	}
-	p.on = true
-	return nil
-}
-
-// create creates file, if one is named, for the profile.
-func (p *cpuProfile) create(file string) error {
-	if file == "" {
-		return nil
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return usagef("--cpuprofile: %v", err)
-	}
-	p.f = f
-	return nil
-}
-
-// stop ends profiling, if it is on, and writes the file, if created.
-func (p *cpuProfile) stop() error {
-	if !p.on {
-		return nil
-	}
-	pprof.StopCPUProfile()
-	p.on = false
-	if p.f == nil {
-		return nil
-	}
-	_, err := p.f.Write(p.buf.Bytes())
-	if cerr := p.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("--cpuprofile: %v", err)
-	}
-	return nil
-}
-
-// heapProfile creates file, if one is named, for a heap profile that
-// write writes (once the run is over).
-func heapProfile(file string) (write func() error, err error) {
+// profileFile creates file, if one is named, for the profile of flag
+// that write writes when the returned function is called (once the run is
+// over).
+func profileFile(flag, file string, write func(io.Writer) error) (func() error, error) {
 	if file == "" {
 		return func() error { return nil }, nil
 	}
 	f, err := os.Create(file)
 	if err != nil {
-		return nil, usagef("--memprofile: %v", err)
+		return nil, usagef("%s: %v", flag, err)
 	}
 	return func() error {
-		runtime.GC() // a profile shows the heap as of the last collection: make it the end of the run
-		err := pprof.WriteHeapProfile(f)
+		err := write(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("--memprofile: %v", err)
+			return fmt.Errorf("%s: %v", flag, err)
 		}
 		return nil
 	}, nil

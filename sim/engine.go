@@ -122,20 +122,28 @@ const (
 	smallCap = 120
 )
 
-// packet is a simulated packet's record: its place in a link's pipe, its
-// lengths and who sent it (for counting traffic into failures per QP).
-// Its header bytes follow it in its slot (smallSlot, largeSlot): the
-// pipe link comes first, beside the lengths and the first header bytes,
-// so delivering the head of a pipe reads the next packet's handle and
-// arrival time from the cache line the far node reads next, and no
-// other packet's memory.
+// packet is a simulated packet's record: its place in a link's pipe and
+// its lengths. Its header bytes follow it in its slot (smallSlot,
+// largeSlot): the pipe link comes first, beside the lengths and the first
+// header bytes, so delivering the head of a pipe reads the next packet's
+// handle and arrival time from the cache line the far node reads next,
+// and no other packet's memory.
 type packet struct {
 	nextAt Time   // when next reaches the far end of the link
 	next   uint32 // the next packet in the link's pipe, or nilPkt
-	qpn    uint32 // the QP at src that sent it
-	src    int32  // the sending host
 	wl     uint16 // IP datagram length (payload included)
 	n      uint8  // header bytes
+}
+
+// pktTag is who sent a packet: the sending host and its QP, for the
+// counts kept per connection (traffic into failures, a job's hot links,
+// the first flows' series). Only a run that keeps such counts tags its
+// packets (pool.tags); the tags sit beside the slots, index for index, so
+// the packets in flight, most of a large fabric's memory, do not carry
+// them.
+type pktTag struct {
+	src int32
+	qpn uint32
 }
 
 // The two sizes of packet slot.
@@ -194,7 +202,14 @@ func (p *slots[S]) alloc() (uint32, bool) {
 	if p.used == maxChunks*chunkSize {
 		return 0, false
 	}
-	c := p.used >> chunkBits
+	p.chunk(p.used)
+	p.used++
+	return p.used - 1, true
+}
+
+// chunk allocates the chunk holding slot i, if it is not yet.
+func (p *slots[S]) chunk(i uint32) {
+	c := i >> chunkBits
 	leaf := p.dir[c>>leafBits]
 	if leaf == nil {
 		leaf = new([1 << leafBits]*[chunkSize]S)
@@ -203,18 +218,26 @@ func (p *slots[S]) alloc() (uint32, bool) {
 	if leaf[c&(1<<leafBits-1)] == nil {
 		leaf[c&(1<<leafBits-1)] = new([chunkSize]S)
 	}
-	p.used++
-	return p.used - 1, true
 }
 
-// pool is a partition's packets: slots of two sizes.
+// pool is a partition's packets: slots of two sizes, and their tags in a
+// run that tags packets (nil otherwise): tags[0] the small slots',
+// tags[1] the large ones'.
 type pool struct {
 	id    uint32
 	small slots[smallSlot]
 	large slots[largeSlot]
+	tags  *[2]slots[pktTag]
 }
 
-func newPool(id int) *pool { return &pool{id: uint32(id)} }
+// newPool returns partition id's pool, tagging its packets if tagged.
+func newPool(id int, tagged bool) *pool {
+	p := &pool{id: uint32(id)}
+	if tagged {
+		p.tags = new([2]slots[pktTag])
+	}
+	return p
+}
 
 // at returns the packet with index i (a handle's low idxBits) and its
 // header room.
@@ -239,8 +262,15 @@ func (p *pool) alloc(n int) (uint32, bool) {
 	if !ok {
 		return nilPkt, false
 	}
+	if p.tags != nil {
+		p.tags[i>>(idxBits-1)].chunk(i & slotMask)
+	}
 	return p.id<<idxBits | i, true
 }
+
+// tag returns the tag of the packet with index i; the pool must tag its
+// packets.
+func (p *pool) tag(i uint32) *pktTag { return p.tags[i>>(idxBits-1)&1].at(i & slotMask) }
 
 // put takes back packet h, one of the pool's.
 func (p *pool) put(h uint32) {

@@ -11,8 +11,8 @@ import (
 // them data packets, in small slots) and the directed links (32 per
 // host).
 func TestRecordSizes(t *testing.T) {
-	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 144 || m != 168 {
-		t.Errorf("packet slots take %d and %d bytes, want 144 and 168", n, m)
+	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 136 || m != 160 {
+		t.Errorf("packet slots take %d and %d bytes, want 136 and 160", n, m)
 	}
 	if n := unsafe.Sizeof(linkInfo{}); n != 32 {
 		t.Errorf("a link's description takes %d bytes, want 32", n)
@@ -20,10 +20,10 @@ func TestRecordSizes(t *testing.T) {
 }
 
 // TestPoolSizes: a pool hands out slots with room for the headers asked
-// for, never the same slot twice while it is in use, and reuses the
-// slots it is given back.
+// for, and a tag of their own, never the same slot twice while it is in
+// use, and reuses the slots it is given back.
 func TestPoolSizes(t *testing.T) {
-	p := newPool(3)
+	p := newPool(3, true)
 	seen := map[uint32]bool{}
 	var hs []uint32
 	for i := range 5000 {
@@ -39,12 +39,16 @@ func TestPoolSizes(t *testing.T) {
 		}
 		pk.n = uint8(i)
 		hdr[n-1] = byte(i)
+		*p.tag(h & idxMask) = pktTag{src: int32(i), qpn: uint32(i) << 8}
 		hs = append(hs, h)
 	}
-	for i, h := range hs { // nothing overwrote another packet
+	for i, h := range hs { // nothing overwrote another packet or its tag
 		pk, hdr := p.at(h & idxMask)
 		if n := []int{40, smallCap, smallCap + 1, pktCap}[i%4]; pk.n != uint8(i) || hdr[n-1] != byte(i) {
 			t.Fatalf("packet %d changed: n %d, last header byte %d", i, pk.n, hdr[n-1])
+		}
+		if tg := *p.tag(h & idxMask); tg != (pktTag{src: int32(i), qpn: uint32(i) << 8}) {
+			t.Fatalf("packet %d's tag changed: %+v", i, tg)
 		}
 	}
 	for _, h := range hs {

@@ -9,17 +9,17 @@ import (
 	"github.com/openmrc/mrc/wire"
 )
 
-// hit counts packet p, with header room hdr, as traffic taken by failure
-// record f now: a data
-// packet (also per flow) or a QP's control packet (ACK, SACK, NACK,
-// CNP). Probes and endpoint requests are not traffic: MRC probes a
-// retired path on purpose.
-func (s *shard) hit(f int32, p *packet, hdr []byte) {
+// hit counts packet h (p, with header room hdr) as traffic taken by
+// failure record f now: a data packet (also per flow) or a QP's control
+// packet (ACK, SACK, NACK, CNP). Probes and endpoint requests are not
+// traffic: MRC probes a retired path on purpose.
+func (s *shard) hit(f int32, h uint32, p *packet, hdr []byte) {
 	switch trafficClass(hdr[:p.n]) {
 	case classData:
 		s.failHits[f]++
 		s.failLast[f] = s.now
-		if fl, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]; ok {
+		t := s.tag(h)
+		if fl, ok := s.w.qpFlow[qpKey(t.src, t.qpn)]; ok {
 			k := uint64(f)<<32 | uint64(fl)
 			if _, ok := s.qpFirst[k]; !ok {
 				s.qpFirst[k] = s.now

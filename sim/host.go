@@ -71,7 +71,9 @@ func (s *shard) pump(hi int32) {
 		p, hdr := s.pkt(h)
 		copy(hdr[:tx.Len], s.scratch[:tx.Len])
 		p.n, p.wl = uint8(tx.Len), uint16(tx.WireLen)
-		p.src, p.qpn = hi, tx.QPN
+		if s.pool.tags != nil {
+			*s.pool.tag(h & idxMask) = pktTag{hi, tx.QPN}
+		}
 		if w.hostTaps != nil {
 			s.tapHost(hi, tx.Port, true, tx.QPN, hdr[:p.n], int(p.wl))
 		}

@@ -24,13 +24,14 @@ type portConn struct {
 // SwitchPortLink) and a connection (World.qpFlow's flow).
 func portConnKey(port int, conn int32) uint64 { return uint64(port)<<32 | uint64(uint32(conn)) }
 
-// hotEnqueue counts a packet trimmed or dropped for want of room at
-// switch port port (a global index) against its connection.
-func (s *shard) hotEnqueue(port int, p *packet, v vswitch.Verdict) {
+// hotEnqueue counts packet h, trimmed or dropped for want of room at
+// switch port port (a global index), against its connection.
+func (s *shard) hotEnqueue(port int, h uint32, v vswitch.Verdict) {
 	if !v.Trimmed && v.Drop != vswitch.DropQueueFull && v.Drop != vswitch.DropHeaderFull {
 		return
 	}
-	conn, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]
+	t := s.tag(h)
+	conn, ok := s.w.qpFlow[qpKey(t.src, t.qpn)]
 	if !ok {
 		return
 	}
@@ -47,8 +48,8 @@ func (s *shard) hotEnqueue(port int, p *packet, v vswitch.Verdict) {
 // hotDequeue counts packet h's wait at switch port port against its
 // connection; the caller has checked it waited longer than queuedAt.
 func (s *shard) hotDequeue(port int, h uint32, waited Time) {
-	p, _ := s.pkt(h)
-	conn, ok := s.w.qpFlow[qpKey(p.src, p.qpn)]
+	t := s.tag(h)
+	conn, ok := s.w.qpFlow[qpKey(t.src, t.qpn)]
 	if !ok {
 		return
 	}

@@ -48,7 +48,7 @@ func (s *shard) arrive(dl int32) {
 	}
 	if !r.up {
 		if r.fail >= 0 {
-			s.hit(r.fail, p, hdr)
+			s.hit(r.fail, h, p, hdr)
 		}
 		s.linkDrops[vswitch.DropLinkDown]++
 		s.creditBackPkt(dl, p, hdr)
@@ -57,7 +57,7 @@ func (s *shard) arrive(dl int32) {
 	}
 	if r.loss > 0 {
 		if r.lossFail >= 0 {
-			s.hit(r.lossFail, p, hdr)
+			s.hit(r.lossFail, h, p, hdr)
 		}
 		if s.rng.Float64() < r.loss {
 			s.linkDrops[vswitch.DropLossy]++

@@ -249,11 +249,11 @@ func (sm *sampler) final(now Time) {
 
 // arriving returns the packet directed link dl is delivering at now (the
 // head of its pipe, if its serialisation has begun and the link is up),
-// and the share of its payload already received.
-func (w *World) arriving(dl int32, now Time) (*packet, float64) {
+// or nilPkt, and the share of its payload already received.
+func (w *World) arriving(dl int32, now Time) (uint32, float64) {
 	r := &w.rx[dl]
 	if r.head == nilPkt || !r.up {
-		return nil, 0
+		return nilPkt, 0
 	}
 	h := r.head
 	p, _ := w.pools[h>>idxBits].at(h & idxMask)
@@ -261,9 +261,9 @@ func (w *World) arriving(dl int32, now Time) (*packet, float64) {
 	ser := vswitch.SerializationPs(int(p.wl)+w.overhead, w.lk[dl].rate)
 	start := r.headAt - ser
 	if payload <= 0 || ser <= 0 || now <= start {
-		return nil, 0
+		return nilPkt, 0
 	}
-	return p, float64(payload) * min(float64(now-start)/float64(ser), 1)
+	return h, float64(payload) * min(float64(now-start)/float64(ser), 1)
 }
 
 // advance returns how much of the payload counted up to now is new since
@@ -303,8 +303,10 @@ func (sm *sampler) take(now Time) {
 		fs := &w.flows[f]
 		got := float64(w.hosts[fl.Dst].nic.Delivered(fs.dstQP))
 		for p := range w.t.Planes {
-			if pk, part := w.arriving(sm.inDL[p][fl.Dst], now); pk != nil && pk.src == int32(fl.Src) && pk.qpn == fs.srcQP {
-				got += part
+			if h, part := w.arriving(sm.inDL[p][fl.Dst], now); h != nilPkt {
+				if t := w.pools[h>>idxBits].tag(h & idxMask); t.src == int32(fl.Src) && t.qpn == fs.srcQP {
+					got += part
+				}
 			}
 		}
 		sm.s.FlowGbps[i] = append(sm.s.FlowGbps[i], gbps(advance(&sm.flMark[i], got)))

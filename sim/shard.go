@@ -159,6 +159,12 @@ func (s *shard) pkt(h uint32) (p *packet, hdr []byte) {
 	return s.w.pools[h>>idxBits].at(h & idxMask)
 }
 
+// tag returns packet h's tag, wherever its pool is; the run must tag its
+// packets (World.New gives the pools tags when it does).
+func (s *shard) tag(h uint32) *pktTag {
+	return s.w.pools[h>>idxBits].tag(h & idxMask)
+}
+
 // alloc takes a packet with room for n header bytes from this
 // partition's pool.
 func (s *shard) alloc(n int) (uint32, bool) {

@@ -15,7 +15,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet, hdr []byte) {
 	out, d := sw.vs.Forward(pkt, in)
 	if d != vswitch.DropNone {
 		if d == vswitch.DropBlackhole && sw.fail >= 0 {
-			s.hit(sw.fail, p, hdr)
+			s.hit(sw.fail, h, p, hdr)
 		}
 		s.creditBackPkt(w.swOut(si, in)^1, p, hdr)
 		s.release(h)
@@ -24,12 +24,12 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet, hdr []byte) {
 	odl := w.swDL[int(sw.portBase)+out]
 	v := sw.vs.Enqueue(s.now, out, in, vswitch.Handle(h), pkt, int(p.wl))
 	if s.hot != nil {
-		s.hotEnqueue(int(sw.portBase)+out, p, v)
+		s.hotEnqueue(int(sw.portBase)+out, h, v)
 	}
 	if v.Drop != vswitch.DropNone {
 		if v.Drop == vswitch.DropLinkDown {
 			if f := w.tx[odl].fail; f >= 0 {
-				s.hit(f, p, hdr)
+				s.hit(f, h, p, hdr)
 			}
 		}
 		s.creditBackPkt(w.swOut(si, in)^1, p, hdr)

@@ -211,8 +211,11 @@ func New(cfg Config) (*World, error) {
 	if nShards > maxShards {
 		return nil, fmt.Errorf("sim: %d partitions (planes × switch_groups + host_groups), at most %d", nShards, maxShards)
 	}
+	// Packets are tagged with their sender only for the counts kept per
+	// connection: failures met, a job's hot links, the first flows' series.
+	tagged := len(c.Failures) > 0 || c.Job != nil || c.SeriesFlows > 0
 	for i := range nShards {
-		s := &shard{w: w, id: i, scratch: make([]byte, mrc.MaxHeaderLen+c.MTU+64), pool: newPool(i), queue: newCalendar()}
+		s := &shard{w: w, id: i, scratch: make([]byte, mrc.MaxHeaderLen+c.MTU+64), pool: newPool(i, tagged), queue: newCalendar()}
 		w.pools = append(w.pools, s.pool)
 		s.rng = rand.New(rand.NewPCG(c.Seed, uint64(i)+0x51ab))
 		s.out = make([][]xmsg, nShards)

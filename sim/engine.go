@@ -176,7 +176,7 @@ const (
 )
 
 // slots hands out slots of one size by index, from chunks that never
-// move once allocated, and recycles them. The chunks hang off a two-level
+// move once allocated (the pool recycles them). The chunks hang off a two-level
 // directory allocated as it grows: a partition that never sends holds
 // none, a small run one chunk of 1,024. Other partitions read the slots
 // of packets they were handed; a directory entry is written once, before
@@ -185,7 +185,6 @@ const (
 type slots[S any] struct {
 	dir  [maxChunks >> leafBits]*[1 << leafBits]*[chunkSize]S
 	used uint32 // slots handed out so far
-	free []uint32
 }
 
 func (p *slots[S]) at(i uint32) *S {
@@ -193,12 +192,8 @@ func (p *slots[S]) at(i uint32) *S {
 	return &p.dir[c>>leafBits][c&(1<<leafBits-1)][i&(chunkSize-1)]
 }
 
-func (p *slots[S]) alloc() (uint32, bool) {
-	if n := len(p.free); n > 0 {
-		i := p.free[n-1]
-		p.free = p.free[:n-1]
-		return i, true
-	}
+// fresh hands out a slot never handed out before.
+func (p *slots[S]) fresh() (uint32, bool) {
 	if p.used == maxChunks*chunkSize {
 		return 0, false
 	}
@@ -222,17 +217,20 @@ func (p *slots[S]) chunk(i uint32) {
 
 // pool is a partition's packets: slots of two sizes, and their tags in a
 // run that tags packets (nil otherwise): tags[0] the small slots',
-// tags[1] the large ones'.
+// tags[1] the large ones'. The slots given back wait on a stack per size
+// (free[0], free[1]: the latest given back first, or nilPkt), linked
+// through their packet.next: recycling takes no memory of its own.
 type pool struct {
 	id    uint32
 	small slots[smallSlot]
 	large slots[largeSlot]
+	free  [2]uint32
 	tags  *[2]slots[pktTag]
 }
 
 // newPool returns partition id's pool, tagging its packets if tagged.
 func newPool(id int, tagged bool) *pool {
-	p := &pool{id: uint32(id)}
+	p := &pool{id: uint32(id), free: [2]uint32{nilPkt, nilPkt}}
 	if tagged {
 		p.tags = new([2]slots[pktTag])
 	}
@@ -252,33 +250,41 @@ func (p *pool) at(i uint32) (*packet, []byte) {
 
 // alloc hands out a packet with room for n header bytes.
 func (p *pool) alloc(n int) (uint32, bool) {
+	k := 0
+	if n > smallCap {
+		k = 1
+	}
+	if i := p.free[k]; i != nilPkt {
+		pk, _ := p.at(i)
+		p.free[k] = pk.next
+		return p.id<<idxBits | i, true
+	}
 	var i uint32
 	var ok bool
-	if n <= smallCap {
-		i, ok = p.small.alloc()
-	} else if i, ok = p.large.alloc(); ok {
+	if k == 0 {
+		i, ok = p.small.fresh()
+	} else if i, ok = p.large.fresh(); ok {
 		i |= largeBit
 	}
 	if !ok {
 		return nilPkt, false
 	}
 	if p.tags != nil {
-		p.tags[i>>(idxBits-1)].chunk(i & slotMask)
+		p.tags[k].chunk(i & slotMask)
 	}
 	return p.id<<idxBits | i, true
 }
 
 // tag returns the tag of the packet with index i; the pool must tag its
 // packets.
-func (p *pool) tag(i uint32) *pktTag { return p.tags[i>>(idxBits-1)&1].at(i & slotMask) }
+func (p *pool) tag(i uint32) *pktTag { return p.tags[i>>(idxBits-1)].at(i & slotMask) }
 
 // put takes back packet h, one of the pool's.
 func (p *pool) put(h uint32) {
-	if i := h & idxMask; i&largeBit != 0 {
-		p.large.free = slab.Push(p.large.free, i&slotMask)
-	} else {
-		p.small.free = slab.Push(p.small.free, i)
-	}
+	i := h & idxMask
+	pk, _ := p.at(i)
+	k := i >> (idxBits - 1)
+	pk.next, p.free[k] = p.free[k], i
 }
 
 // xmsg carries a packet (by handle), a PFC frame or a credit return

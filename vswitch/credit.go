@@ -99,7 +99,7 @@ func (s *Switch) canSend(p, vl int, f *fifo) bool {
 	if f.n == 0 {
 		return false
 	}
-	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(f.peek(&s.blocks).wl))
+	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(f.peekLen(&s.blocks)))
 }
 
 // victim reports whether port p is a victim of congestion rather than its

@@ -156,9 +156,11 @@ func (s *Switch) Backlog(p int) bool {
 }
 
 // Enqueue offers a packet that Forward routed to port out, having arrived
-// on port in, to out's queues at now. pkt holds its headers (or all of
-// it) and wireLen its length on the wire; Enqueue may trim pkt in place
-// and set its CE mark. The verdict says what happened.
+// on port in, to out's queues at now. in is -1 for a packet that came in
+// on no port (one that is not a port of the switch counts as -1). pkt
+// holds its headers (or all of it) and wireLen its length on the wire;
+// Enqueue may trim pkt in place and set its CE mark. The verdict says
+// what happened.
 func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wireLen int) Verdict {
 	pt := &s.ports[out]
 	q := &s.qcfgs[pt.cfg]

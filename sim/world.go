@@ -286,6 +286,7 @@ func New(cfg Config) (*World, error) {
 		vs, err := vswitch.New(vswitch.Config{
 			Name: t.Name(t.Node(i)), Ports: sw.Ports, Mode: c.Transport.Fabric,
 			Addr: t.USIDAddr(sw.USID), Seed: c.Seed ^ uint64(i)*0x9e3779b97f4a7c15, Queue: q[0], DestDiv: w.destDiv(i),
+			NoPortCounters: true, // the links count what they send (linkTx); results read only MaxBytes
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)

@@ -335,7 +335,7 @@ func (s *Switch) AddRoute(prefix [16]byte, bits int, ports ...int) error {
 	}
 	i := slices.IndexFunc(s.routes, func(r routeLen) bool { return r.bits == bits })
 	if i < 0 {
-		s.routes = append(s.routes, routeLen{bits: bits, mask: prefixMask(bits)})
+		s.routes = append(s.routes, routeLen{bits: bits, mask: prefixMask(bits), m: table{wide: bits > 64}})
 		slices.SortFunc(s.routes, func(a, b routeLen) int { return b.bits - a.bits })
 		i = slices.IndexFunc(s.routes, func(r routeLen) bool { return r.bits == bits })
 	}

@@ -105,6 +105,12 @@ func (w *World) scheduleFailures() error {
 				if f.Loss <= 0 || f.Loss > 1 {
 					return fmt.Errorf("sim: %s: loss %v, want a probability in (0, 1]", name, f.Loss)
 				}
+				if w.loss == nil && len(links) > 0 {
+					w.loss = make([]linkLoss, len(w.lk))
+					for dl := range w.loss {
+						w.loss[dl].fail = -1
+					}
+				}
 				for _, l := range links {
 					w.actions = append(w.actions, action{at: at, op: aLossy, link: int32(l), loss: f.Loss, fail: fi})
 					if until > 0 {
@@ -434,11 +440,11 @@ func (s *shard) applyAction(ai int32) {
 			if int(w.lk[dl].recvShard) != s.id {
 				continue
 			}
-			r := &w.rx[dl]
+			l := &w.loss[dl]
 			if a.op == aLossy {
-				r.loss, r.lossFail = a.loss, a.fail
+				l.p, l.fail = a.loss, a.fail
 			} else {
-				r.loss, r.lossFail = 0, -1
+				l.p, l.fail = 0, -1
 			}
 		}
 		return

@@ -83,7 +83,6 @@ func (s *shard) pump(hi int32) {
 		ser := vswitch.SerializationPs(wl, w.lk[dl].rate)
 		t := &w.tx[dl]
 		t.busyUntil, t.pending = s.now+ser, true
-		t.sentPkts++
 		t.sentBytes += uint64(wl)
 		s.planeTx[tx.Port] += uint64(wl)
 		s.push(s.now+ser, evTxDone, 0, dl)

@@ -55,11 +55,12 @@ func (s *shard) arrive(dl int32) {
 		s.release(h)
 		return
 	}
-	if r.loss > 0 {
-		if r.lossFail >= 0 {
-			s.hit(r.lossFail, h, p, hdr)
+	if w.loss != nil && w.loss[dl].p > 0 {
+		l := &w.loss[dl]
+		if l.fail >= 0 {
+			s.hit(l.fail, h, p, hdr)
 		}
-		if s.rng.Float64() < r.loss {
+		if s.rng.Float64() < l.p {
 			s.linkDrops[vswitch.DropLossy]++
 			s.creditBackPkt(dl, p, hdr)
 			s.release(h)

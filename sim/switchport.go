@@ -84,7 +84,6 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	ser := vswitch.SerializationPs(wl, w.lk[dl].rate)
 	tx := &w.tx[dl]
 	tx.busyUntil = s.now + ser
-	tx.sentPkts++
 	tx.sentBytes += uint64(wl)
 	if !tx.pending && vs.Backlog(port) {
 		tx.pending = true

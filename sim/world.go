@@ -29,6 +29,9 @@ type World struct {
 	lk []linkInfo
 	tx []linkTx
 	rx []linkRx
+	// loss holds each directed link's random loss, owned like rx; nil
+	// when no failure makes a link lossy.
+	loss []linkLoss
 
 	hosts []hostState
 	sws   []swState
@@ -88,22 +91,29 @@ type linkInfo struct {
 	recvShard        int16
 }
 
+// linkTx is a directed link's sending end: 24 bytes.
 type linkTx struct {
 	busyUntil Time // the serialiser is busy until then
 	pending   bool // an evTxDone is scheduled
 	up        bool
-	fail      int32 // failure that took it down, or -1
-	sentPkts  uint64
-	sentBytes uint64
+	fail      int32  // failure that took it down, or -1
+	sentBytes uint64 // wire bytes sent (utilisation)
 }
 
+// linkRx is a directed link's receiving end: 24 bytes; its loss, which
+// few runs have, is in World.loss.
 type linkRx struct {
 	head, tail uint32 // pipe of packets in flight
 	headAt     Time   // when the head reaches the far end
 	up         bool
 	fail       int32
-	loss       float64 // lossy link: drop probability
-	lossFail   int32
+}
+
+// linkLoss is a lossy link's drop probability (0: none) and the failure
+// that made it lossy (-1: none).
+type linkLoss struct {
+	p    float64
+	fail int32
 }
 
 type hostState struct {
@@ -262,7 +272,7 @@ func New(cfg Config) (*World, error) {
 			w.lk[dl] = linkInfo{from: int32(from), to: int32(to), fromPort: uint16(fp), toPort: uint16(tp), rate: k.Rate,
 				delay: delay, sendShard: nodeShard(from), recvShard: nodeShard(to)}
 			w.tx[dl] = linkTx{up: true, fail: -1}
-			w.rx[dl] = linkRx{head: nilPkt, tail: nilPkt, up: true, fail: -1, lossFail: -1}
+			w.rx[dl] = linkRx{head: nilPkt, tail: nilPkt, up: true, fail: -1}
 		}
 	}
 
@@ -289,6 +299,7 @@ func New(cfg Config) (*World, error) {
 		vs, err := vswitch.New(vswitch.Config{
 			Name: t.Name(t.Node(i)), Ports: sw.Ports, Mode: c.Transport.Fabric,
 			Addr: t.USIDAddr(sw.USID), Seed: c.Seed ^ uint64(i)*0x9e3779b97f4a7c15, Queue: q[0], DestDiv: w.destDiv(i),
+			NoPortCounters: true, // the links count what they send (linkTx); results read only MaxBytes
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)

@@ -99,7 +99,7 @@ func (s *Switch) canSend(p, vl int, f *fifo) bool {
 	if f.n == 0 {
 		return false
 	}
-	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(f.peek(&s.blocks).wl))
+	return !s.creditMode(p) || int(s.credit[p].n[vl]) >= CreditBytes(int(f.peekLen(&s.blocks)))
 }
 
 // victim reports whether port p is a victim of congestion rather than its
@@ -141,8 +141,10 @@ func (s *Switch) dequeueCredit(now mtime.Picos, p int) (Dequeued, bool) {
 	}
 	s.Counters.Sent++
 	s.Counters.SentBytes += uint64(e.wl)
-	pt.counters.Sent++
-	pt.counters.SentBytes += uint64(e.wl)
+	if s.pcount != nil {
+		s.pcount[p].sent++
+		s.pcount[p].sentBytes += uint64(e.wl)
+	}
 	return Dequeued{Handle: e.h, WireLen: int(e.wl), Sojourn: now - e.at, Resume: -1, In: int(e.in), VL: vl}, true
 }
 
@@ -155,7 +157,9 @@ func (s *Switch) FlushCredits(p int, free func(h Handle, in, vl, wireLen int)) {
 		for f.n > 0 {
 			e := f.pop(&s.blocks)
 			s.Counters.Drops[DropLinkDown]++
-			pt.counters.Dropped++
+			if s.pcount != nil {
+				s.pcount[p].dropped++
+			}
 			free(e.h, int(e.in), vl, int(e.wl))
 		}
 	}

@@ -3,6 +3,9 @@ package vswitch
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
+
+	"github.com/openmrc/mrc/mtime"
 )
 
 // TestFifoModel checks port queues sharing one block pool against plain
@@ -41,6 +44,36 @@ func TestFifoModel(t *testing.T) {
 		}
 		if held := pool.InUse(); held != 0 {
 			t.Fatalf("seed %d: empty queues hold %d blocks", seed, held)
+		}
+	}
+}
+
+// TestFifoBlockSize: a queue block is 80 bytes, its entries' ingress
+// ports packed in 16 bits each: a large fabric's switches hold millions
+// of blocks at the peak of a run.
+func TestFifoBlockSize(t *testing.T) {
+	if n := unsafe.Sizeof(qblock{}); n != 80 {
+		t.Fatalf("a queue block takes %d bytes, want 80", n)
+	}
+}
+
+// TestFifoInPort: ingress ports -1 through 65534, the most a switch has,
+// come back from the queue as they went in; a value that is not a port
+// comes back as -1.
+func TestFifoInPort(t *testing.T) {
+	var pool blockPool
+	var q fifo
+	ins := []int32{-1, 0, 1, 255, 256, 65533, 65534, 65535, -2, 1 << 20}
+	for i, in := range ins {
+		q.push(&pool, entry{h: Handle(i), wl: 1 << 20, in: in, at: mtime.Picos(1) << 50})
+	}
+	for i, in := range ins {
+		want := entry{h: Handle(i), wl: 1 << 20, in: in, at: mtime.Picos(1) << 50}
+		if in < -1 || in > 65534 {
+			want.in = -1
+		}
+		if got := q.pop(&pool); got != want {
+			t.Fatalf("popped %+v, want %+v", got, want)
 		}
 	}
 }

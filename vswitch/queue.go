@@ -84,14 +84,21 @@ type PortCounters struct {
 	MaxBytes  int64  // most bytes queued at once (both queues)
 }
 
+// port is one port's queues and state: 64 bytes, a large fabric having
+// millions. Its counters but MaxBytes are in Switch.pcount.
 type port struct {
 	data, hdr fifo
 	dataBytes int
 	hdrBytes  int
+	maxBytes  int64  // PortCounters.MaxBytes
 	cfg       uint16 // index into Switch.qcfgs
 	up        bool
 	paused    bool // PFC: the downstream asked this port to stop data
-	counters  PortCounters
+}
+
+// portCount is a port's PortCounters but MaxBytes.
+type portCount struct {
+	sent, sentBytes, trimmed, marked, dropped uint64
 }
 
 // Verdict is what Enqueue did with a packet.
@@ -138,8 +145,16 @@ func (s *Switch) PortUp(p int) bool { return s.ports[p].up }
 // data queue; the header queue is never paused.
 func (s *Switch) SetPaused(p int, paused bool) { s.ports[p].paused = paused }
 
-// PortCounters returns port p's counters.
-func (s *Switch) PortCounters(p int) PortCounters { return s.ports[p].counters }
+// PortCounters returns port p's counters: only MaxBytes with
+// Config.NoPortCounters.
+func (s *Switch) PortCounters(p int) PortCounters {
+	c := PortCounters{MaxBytes: s.ports[p].maxBytes}
+	if s.pcount != nil {
+		pc := &s.pcount[p]
+		c.Sent, c.SentBytes, c.Trimmed, c.Marked, c.Dropped = pc.sent, pc.sentBytes, pc.trimmed, pc.marked, pc.dropped
+	}
+	return c
+}
 
 // Queued returns the bytes in port p's data and header queues.
 func (s *Switch) Queued(p int) (data, header int) {
@@ -156,15 +171,17 @@ func (s *Switch) Backlog(p int) bool {
 }
 
 // Enqueue offers a packet that Forward routed to port out, having arrived
-// on port in, to out's queues at now. pkt holds its headers (or all of
-// it) and wireLen its length on the wire; Enqueue may trim pkt in place
-// and set its CE mark. The verdict says what happened.
+// on port in, to out's queues at now. in is -1 for a packet that came in
+// on no port (one that is not a port of the switch counts as -1). pkt
+// holds its headers (or all of it) and wireLen its length on the wire;
+// Enqueue may trim pkt in place and set its CE mark. The verdict says
+// what happened.
 func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wireLen int) Verdict {
 	pt := &s.ports[out]
 	q := &s.qcfgs[pt.cfg]
 	v := Verdict{Len: len(pkt), WireLen: wireLen}
 	if !pt.up {
-		return s.reject(pt, v, DropLinkDown)
+		return s.reject(out, v, DropLinkDown)
 	}
 	tc := wire.OuterTrafficClass(pkt)
 	dscp := tc >> 2
@@ -175,7 +192,9 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			if wire.MarkCE(pkt) {
 				v.Marked = true
 				s.Counters.Marked++
-				pt.counters.Marked++
+				if s.pcount != nil {
+					s.pcount[out].marked++
+				}
 			}
 		} else if q.ECNK == 0 && q.ECNMax > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNMin && tc&3 != 0 {
 			mark := pt.dataBytes >= q.ECNMax
@@ -186,7 +205,9 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			if mark && wire.MarkCE(pkt) {
 				v.Marked = true
 				s.Counters.Marked++
-				pt.counters.Marked++
+				if s.pcount != nil {
+					s.pcount[out].marked++
+				}
 			}
 		}
 		switch {
@@ -199,7 +220,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			t, err := wire.Trim(pkt, dscpT)
 			if err != nil {
 				// Not a data packet (a probe, say): drop it.
-				return s.reject(pt, v, DropQueueFull)
+				return s.reject(out, v, DropQueueFull)
 			}
 			v.Trimmed, v.Len, v.WireLen = true, len(t), len(t)
 			if q.LastHop {
@@ -207,16 +228,18 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			} else {
 				s.Counters.Trimmed++
 			}
-			pt.counters.Trimmed++
+			if s.pcount != nil {
+				s.pcount[out].trimmed++
+			}
 			prio = true
 		case pt.dataBytes+wireLen > q.Buffer:
-			return s.reject(pt, v, DropQueueFull)
+			return s.reject(out, v, DropQueueFull)
 		}
 	}
 	e := entry{h: h, wl: uint32(v.WireLen), in: int32(in), at: now}
 	if prio {
 		if pt.hdrBytes+v.WireLen > q.HeaderBuffer && !q.Lossless && q.Credits == 0 {
-			return s.reject(pt, v, DropHeaderFull)
+			return s.reject(out, v, DropHeaderFull)
 		}
 		pt.hdr.push(&s.blocks, e)
 		pt.hdrBytes += v.WireLen
@@ -233,16 +256,18 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 		}
 	}
 	s.Counters.Enqueued++
-	if b := int64(pt.dataBytes + pt.hdrBytes); b > pt.counters.MaxBytes {
-		pt.counters.MaxBytes = b
+	if b := int64(pt.dataBytes + pt.hdrBytes); b > pt.maxBytes {
+		pt.maxBytes = b
 	}
 	return v
 }
 
-func (s *Switch) reject(pt *port, v Verdict, c DropCause) Verdict {
+func (s *Switch) reject(p int, v Verdict, c DropCause) Verdict {
 	v.Drop = c
 	s.Counters.Drops[c]++
-	pt.counters.Dropped++
+	if s.pcount != nil {
+		s.pcount[p].dropped++
+	}
 	return v
 }
 
@@ -268,8 +293,10 @@ func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 	}
 	s.Counters.Sent++
 	s.Counters.SentBytes += uint64(e.wl)
-	pt.counters.Sent++
-	pt.counters.SentBytes += uint64(e.wl)
+	if s.pcount != nil {
+		s.pcount[p].sent++
+		s.pcount[p].sentBytes += uint64(e.wl)
+	}
 	d = Dequeued{Handle: e.h, WireLen: int(e.wl), Sojourn: now - e.at, Resume: -1}
 	if s.ingress != nil && e.in >= 0 && int(e.in) < len(s.ingress) {
 		in := int(e.in)
@@ -293,7 +320,9 @@ func (s *Switch) Flush(p int, free func(Handle), resume []int) []int {
 			e := r.pop(&s.blocks)
 			free(e.h)
 			s.Counters.Drops[DropLinkDown]++
-			pt.counters.Dropped++
+			if s.pcount != nil {
+				s.pcount[p].dropped++
+			}
 			if s.ingress != nil && e.in >= 0 && int(e.in) < len(s.ingress) {
 				in := int(e.in)
 				s.ingress[in] -= int(e.wl)

@@ -93,6 +93,10 @@ type Config struct {
 	DSCP DSCP
 	// Queue configures every port's queues (SetPortQueue overrides one).
 	Queue QueueConfig
+	// NoPortCounters keeps of each port's counters only MaxBytes
+	// (PortCounters reports the others as 0), 40 bytes a port less: for
+	// a simulator of a large fabric that counts its links itself.
+	NoPortCounters bool
 }
 
 // QueueConfig configures the egress queues of a port. Sizes are bytes on
@@ -194,7 +198,8 @@ type Switch struct {
 	defGrp  int32      // default route's group, or -1
 
 	ports     []port
-	blocks    blockPool // the ports' queues' blocks
+	pcount    []portCount // each port's counters; nil with NoPortCounters
+	blocks    blockPool   // the ports' queues' blocks
 	qcfgs     []QueueConfig
 	ingress   []int     // lossless: bytes queued per ingress port
 	ingPaused []bool    // lossless: ingress asked to pause
@@ -269,6 +274,9 @@ func New(cfg Config) (*Switch, error) {
 	s.node = loadKey(&cfg.Addr).and(s.nodeMask)
 	s.rng.Seed(cfg.Seed, cfg.Seed^0xa076_1d64_78bd_642f)
 	s.ports = make([]port, cfg.Ports)
+	if !cfg.NoPortCounters {
+		s.pcount = make([]portCount, cfg.Ports)
+	}
 	s.qcfgs = []QueueConfig{cfg.Queue}
 	for i := range s.ports {
 		s.ports[i].up = true
@@ -327,7 +335,7 @@ func (s *Switch) AddRoute(prefix [16]byte, bits int, ports ...int) error {
 	}
 	i := slices.IndexFunc(s.routes, func(r routeLen) bool { return r.bits == bits })
 	if i < 0 {
-		s.routes = append(s.routes, routeLen{bits: bits, mask: prefixMask(bits)})
+		s.routes = append(s.routes, routeLen{bits: bits, mask: prefixMask(bits), m: table{wide: bits > 64}})
 		slices.SortFunc(s.routes, func(a, b routeLen) int { return b.bits - a.bits })
 		i = slices.IndexFunc(s.routes, func(r routeLen) bool { return r.bits == bits })
 	}

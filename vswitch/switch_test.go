@@ -3,6 +3,7 @@ package vswitch
 import (
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/wire"
@@ -617,5 +618,71 @@ func BenchmarkForward(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
 		})
+	}
+}
+
+// TestPortCounters: a port counts what it sent, trimmed, marked and
+// dropped and the most it held; with NoPortCounters it keeps only the
+// most it held, and forwards the same.
+func TestPortCounters(t *testing.T) {
+	q := QueueConfig{Buffer: 3 * 4300, TrimAt: 2 * 4300, Trim: true, ECNK: 1}
+	var counted [2]PortCounters
+	for i, off := range []bool{false, true} {
+		s := newSwitch(t, Config{Ports: 3, Queue: q, NoPortCounters: off})
+		var want PortCounters
+		for h := range 6 {
+			pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
+			v := s.Enqueue(0, 1, 0, Handle(h), pkt, wl)
+			if v.Marked {
+				want.Marked++
+			}
+			if v.Trimmed {
+				want.Trimmed++
+			}
+			if v.Drop != DropNone {
+				want.Dropped++
+			}
+			d, h := s.Queued(1)
+			want.MaxBytes = max(want.MaxBytes, int64(d+h))
+		}
+		s.SetPortUp(1, false)
+		pkt, wl := dataPacket(t, false, usid(1), 0, wire.DefaultDSCP.Data)
+		if v := s.Enqueue(0, 1, 0, 9, pkt, wl); v.Drop != DropLinkDown {
+			t.Fatalf("enqueue on a down port: %+v", v)
+		}
+		want.Dropped++
+		s.SetPortUp(1, true)
+		for {
+			d, ok := s.Dequeue(0, 1)
+			if !ok {
+				break
+			}
+			want.Sent++
+			want.SentBytes += uint64(d.WireLen)
+		}
+		if want.Marked == 0 || want.Trimmed == 0 || want.Sent == 0 {
+			t.Fatalf("the test marks, trims and sends nothing: %+v", want)
+		}
+		if off {
+			want = PortCounters{MaxBytes: want.MaxBytes}
+		}
+		if got := s.PortCounters(1); got != want {
+			t.Errorf("NoPortCounters %v: port counters %+v, want %+v", off, got, want)
+		}
+		if got := s.PortCounters(2); got != (PortCounters{}) {
+			t.Errorf("NoPortCounters %v: idle port's counters %+v", off, got)
+		}
+		counted[i] = s.PortCounters(1)
+	}
+	if counted[0].MaxBytes != counted[1].MaxBytes {
+		t.Errorf("MaxBytes %d with the port counters, %d without", counted[0].MaxBytes, counted[1].MaxBytes)
+	}
+}
+
+// TestPortSize: a port's queues and state take 64 bytes, its other
+// counters kept apart: a large fabric's switches have millions of ports.
+func TestPortSize(t *testing.T) {
+	if n := unsafe.Sizeof(port{}); n != 64 {
+		t.Fatalf("a port takes %d bytes, want 64", n)
 	}
 }

@@ -4,3 +4,7 @@ import "time"
 
 // SmoothedRTT returns the requester's smoothed RTT (tests only).
 func (q *QP) SmoothedRTT() time.Duration { return q.tx.srtt }
+
+// ImmSlots returns the size of the responder's table of WRITE_IMMs in
+// progress (tests only).
+func (q *QP) ImmSlots() int { return len(q.rx.imms) }

@@ -86,8 +86,8 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 	}
 	s.resolveSuspects(q, now, sk)
 	q.pathFeedback(now, sk)
-	cwnd := q.cc.Window()
-	q.cc.OnAck(now, cc.Ack{
+	cwnd := q.ctl().Window()
+	q.ctl().OnAck(now, cc.Ack{
 		NewlyAcked:  newly,
 		Inflight:    s.inflight,
 		RTT:         rtt,
@@ -234,7 +234,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	r := s.rec(p)
 	s.requeue(p, true)
 	q.tracePacket(now, trace.PacketNacked, p, r.slot, r.size, nk.Reason.String())
-	cwnd := q.cc.Window()
+	cwnd := q.ctl().Window()
 	defer q.traceCwnd(now, cwnd)
 	switch nk.Reason {
 	case wire.NackTrimmed, wire.NackTrimmedLastHop:
@@ -261,7 +261,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		if q.mixed != nil {
 			q.mixed.penalize(r.slot, mixedTrim)
 		}
-		q.cc.OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
+		q.ctl().OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:
 		s.onResourceNACK(q, now, p, nk.Reason)
 	}
@@ -279,7 +279,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 // per RTT, and the rest must not time out and blame their EVs), and the
 // window shrinks until the peer's next SACK advertises its MPR.
 func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackReason) {
-	q.cc.OnLoss(now, int(s.rec(p).size))
+	q.ctl().OnLoss(now, int(s.rec(p).size))
 	if why == wire.NackPSNOORWindow {
 		beyond := p.Sub(s.una)
 		for l := s.lossHead; l != noPSN; {

@@ -8,3 +8,7 @@ func (q *QP) SmoothedRTT() time.Duration { return q.tx.srtt }
 // ImmSlots returns the size of the responder's table of WRITE_IMMs in
 // progress (tests only).
 func (q *QP) ImmSlots() int { return len(q.rx.imms) }
+
+// HasCC reports whether the QP has built its congestion controller
+// (tests only).
+func (q *QP) HasCC() bool { return q.cc != nil }

@@ -31,3 +31,18 @@ func TestFootprintImms(t *testing.T) {
 		t.Fatalf("the responder keeps %d WRITE_IMM slots for one WRITE_IMM, want 1..4", n)
 	}
 }
+
+// TestFootprintCC: a QP that only receives builds no congestion
+// controller; the one that sends does, and reports its window.
+func TestFootprintCC(t *testing.T) {
+	x := oneFlow(t)
+	if x.qb.HasCC() {
+		t.Errorf("the responder, which sent no data, built a congestion controller")
+	}
+	if !x.qa.HasCC() {
+		t.Errorf("the requester has no congestion controller")
+	}
+	if cwnd, _ := x.qb.Window(); cwnd <= 0 {
+		t.Errorf("the responder reports a window of %d bytes", cwnd)
+	}
+}

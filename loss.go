@@ -126,7 +126,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		}
 		s.requeue(p, false)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
-		cwnd := q.cc.Window()
+		cwnd := q.ctl().Window()
 		// A packet that went into a path retired since carries no news:
 		// the retirement already took the window's one cut for it.
 		known := !q.evp.Oblivious && q.evs.State(r.slot, now) == evset.AssumedBad
@@ -134,9 +134,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			q.retireLost(now, r.slot, r.sentAt)
 		}
 		if known {
-			q.cc.OnGone(now, int(r.size))
+			q.ctl().OnGone(now, int(r.size))
 		} else {
-			q.cc.OnLoss(now, int(r.size))
+			q.ctl().OnLoss(now, int(r.size))
 		}
 		q.traceCwnd(now, cwnd)
 	}
@@ -339,7 +339,7 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 	if lost && path && !confirm {
 		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
-	cwnd := q.cc.Window()
+	cwnd := q.ctl().Window()
 	news := lost // the first held packet cuts the window; the others went the same way
 	for p := s.una; p != s.nxt; p = p.Add(1) {
 		r := s.rec(p)
@@ -351,10 +351,10 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		switch {
 		case news:
-			q.cc.OnLoss(now, int(r.size))
+			q.ctl().OnLoss(now, int(r.size))
 			news = false
 		case lost:
-			q.cc.OnGone(now, int(r.size))
+			q.ctl().OnGone(now, int(r.size))
 		}
 	}
 	q.traceCwnd(now, cwnd)

@@ -96,9 +96,6 @@ type sender struct {
 	wimm    int // WRITE_IMMs started and not completed
 
 	srtt, rttvar time.Duration
-	// rtxFlagged says a SACK of the peer's has set the rtx flag, so its
-	// clear flag means a first transmission (txPkt.answers).
-	rtxFlagged bool
 
 	timeout      time.Duration // QP local ACK timeout
 	retryLinear  int
@@ -111,6 +108,9 @@ type sender struct {
 	// confirm says a lost packet's EV is probed itself before it is
 	// retired (RTSAttr.NoTrimNACKs, or NoTrim).
 	confirm bool
+	// rtxFlagged says a SACK of the peer's has set the rtx flag, so its
+	// clear flag means a first transmission (txPkt.answers).
+	rtxFlagged bool
 
 	// Back-off after resource NACKs (onResourceNACK): no retransmission
 	// before rtxHold; backoffs counts such NACKs since the last progress.
@@ -165,7 +165,7 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 // smaller rings (on --preset big, 131,072 QPs send a 256-packet window
 // from the start).
 func (s *sender) ringHint(q *QP) int {
-	return min(s.postPSN.Sub(s.una), s.window, q.cc.Window()/q.ep.cfg.MTU+1)
+	return min(s.postPSN.Sub(s.una), s.window, q.ctl().Window()/q.ep.cfg.MTU+1)
 }
 
 // grow resizes the record ring to hold at least n PSNs.
@@ -248,7 +248,7 @@ func (s *sender) fits(q *QP, size uint32) bool {
 	if s.inflight == 0 {
 		return q.now >= s.paceAt
 	}
-	return s.inflight+int(size) <= q.cc.Window()
+	return s.inflight+int(size) <= q.ctl().Window()
 }
 
 // pace notes a packet of size bytes sent at now and, when the window is
@@ -282,7 +282,7 @@ const (
 // from queues long drained (with the smoothed RTT one sender of htsim's
 // 127→1 incast on a 3-tier fat tree waited 5 ms at its floor).
 func (s *sender) repace(q *QP) {
-	w := q.cc.Window()
+	w := q.ctl().Window()
 	if w >= int(s.pacedSize) || w <= 0 {
 		s.paceAt = 0
 		return
@@ -358,7 +358,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	}
 	q.stats.DataSent++
 	q.stats.PayloadSent += uint64(size)
-	q.cc.OnSent(now, int(size), false)
+	q.ctl().OnSent(now, int(size), false)
 	s.pace(q, now, size)
 	q.tracePacket(now, trace.PacketSent, p, slot, size, "")
 	q.writeData(now, buf, p, false, tx)
@@ -381,7 +381,7 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	}
 	s.inflight += int(r.size)
 	q.stats.Retransmits++
-	q.cc.OnSent(now, int(r.size), true)
+	q.ctl().OnSent(now, int(r.size), true)
 	s.pace(q, now, r.size)
 	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
 	q.writeData(now, buf, p, true, tx)
@@ -461,7 +461,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	// Ask for an immediate SACK when this packet ends what we can send
 	// for now, so that the tail is not left to the SACK timer (UET
 	// AckRequest).
-	f.AckReq = rtx || last && s.wqeSend == s.wqeTail || q.cc.Window()-s.inflight < e.cfg.MTU
+	f.AckReq = rtx || last && s.wqeSend == s.wqeTail || q.ctl().Window()-s.inflight < e.cfg.MTU
 	f.Rtx, f.DestQP, f.PSN = rtx, q.remoteQPN, uint32(p)
 	f.METH.MSN, f.METH.RQMSN, f.TxTimestamp = w.msn, w.rqmsn, timestamp(now)
 	f.RETH.VA, f.RETH.RKey, f.RETH.DMALen = w.remoteVA+off, w.rkey, uint32(w.length)
@@ -544,7 +544,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 // traceCwnd traces the congestion window if it changed from before.
 func (q *QP) traceCwnd(now mtime.Time, before int) {
 	if t := q.ep.cfg.Tracer; t != nil {
-		if w := q.cc.Window(); w != before {
+		if w := q.ctl().Window(); w != before {
 			q.ep.trace(t, trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}

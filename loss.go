@@ -125,7 +125,8 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			continue
 		}
 		s.requeue(p, false)
-		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		size := s.sizeOf(p, r)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, size, "")
 		cwnd := q.ctl().Window()
 		// A packet that went into a path retired since carries no news:
 		// the retirement already took the window's one cut for it.
@@ -134,9 +135,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			q.retireLost(now, r.slot, r.sentAt)
 		}
 		if known {
-			q.ctl().OnGone(now, int(r.size))
+			q.ctl().OnGone(now, int(size))
 		} else {
-			q.ctl().OnLoss(now, int(r.size))
+			q.ctl().OnLoss(now, int(size))
 		}
 		q.traceCwnd(now, cwnd)
 	}
@@ -199,7 +200,7 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 		q.ep.markReady(q)
 	}
 	s.unlinkLoss(p)
-	s.inflight -= int(r.size)
+	s.inflight -= int(s.sizeOf(p, r))
 	r.state = pktHeld
 	r.mayEcho()
 	return true
@@ -348,13 +349,14 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 		}
 		r.state = pktLost
 		s.rtxq.Push(p)
-		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		size := s.sizeOf(p, r)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, size, "")
 		switch {
 		case news:
-			q.ctl().OnLoss(now, int(r.size))
+			q.ctl().OnLoss(now, int(size))
 			news = false
 		case lost:
-			q.ctl().OnGone(now, int(r.size))
+			q.ctl().OnGone(now, int(size))
 		}
 	}
 	q.traceCwnd(now, cwnd)

@@ -279,7 +279,7 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 	} else {
 		q.ccBorn, q.ccLater = now, true
 	}
-	q.tx.init(now, a)
+	q.tx.init(now, a, q.ep.cfg.MTU)
 	q.setState(now, verbs.StateRTS)
 	return nil
 }

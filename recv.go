@@ -43,7 +43,10 @@ type trigger struct {
 type receiver struct {
 	win       *rxwin.Window
 	maxWimm   int
-	immNext   uint16    // RQMSN of the next WRITE_IMM to complete
+	immNext   uint16 // RQMSN of the next WRITE_IMM to complete
+	penalty   uint8  // rcv_cwnd_pen to advertise
+	restore   bool   // advertise r_c on the next SACK
+	started   bool
 	imms      []immSlot // by RQMSN modulo maxWimm, hashed: see immAt
 	recvs     []uint64  // posted receives, oldest first
 	recvHead  int
@@ -56,10 +59,6 @@ type receiver struct {
 	trig           trigger
 
 	acks *acks // allocated when the QP first has something to acknowledge
-
-	penalty uint8 // rcv_cwnd_pen to advertise
-	restore bool  // advertise r_c on the next SACK
-	started bool
 }
 
 // acks is the responder's acknowledgement state: the SACKs and NACKs

@@ -46,3 +46,15 @@ func TestFootprintCC(t *testing.T) {
 		t.Errorf("the responder reports a window of %d bytes", cwnd)
 	}
 }
+
+// TestFootprintWQEs: a QP that never posts a WRITE keeps no ring of
+// them.
+func TestFootprintWQEs(t *testing.T) {
+	x := oneFlow(t)
+	if n := x.qb.WQESlots(); n != 0 {
+		t.Errorf("the responder, which posted nothing, keeps %d WQE slots", n)
+	}
+	if n := x.qa.WQESlots(); n == 0 {
+		t.Errorf("the requester keeps no WQE slots")
+	}
+}

@@ -57,18 +57,18 @@ const (
 	nakMask             = 3 << 2
 )
 
-// wqe is a posted WRITE.
+// wqe is a posted WRITE: 72 bytes.
 type wqe struct {
 	id       uint64
 	src      []byte // payload source; nil for a phantom region
 	remoteVA uint64
-	rkey     uint32
 	length   uint64
+	rkey     uint32
 	npkts    uint32
 	first    psn.PSN
+	imm      uint32
 	msn      uint16
 	rqmsn    uint16
-	imm      uint32
 	withImm  bool
 }
 
@@ -149,7 +149,6 @@ func (s *sender) init(now mtime.Time, a RTSAttr, mtu int) {
 		maxWindow:    a.MPR * wire.MPRUnit,
 		lossHead:     noPSN,
 		lossTail:     noPSN,
-		wqes:         make([]wqe, 4),
 		sqDepth:      a.SQDepth,
 		maxWimm:      a.MaxWimm,
 		timeout:      time.Duration(1024<<a.TimeoutExp) * time.Nanosecond,
@@ -242,9 +241,10 @@ func (s *sender) post(q *QP, wr verbs.WriteRequest, src []byte) error {
 func (s *sender) wqe(seq uint64) *wqe { return &s.wqes[seq&uint64(len(s.wqes)-1)] }
 
 // growWQEs doubles the WQE ring. Most QPs keep a few WRITEs posted, so the
-// ring starts small: a simulation holds hundreds of thousands of QPs.
+// ring starts small, at the first WRITE: a simulation holds hundreds of
+// thousands of QPs, half of which never post one.
 func (s *sender) growWQEs() {
-	wqes := make([]wqe, 2*len(s.wqes))
+	wqes := make([]wqe, max(2*len(s.wqes), 4))
 	for seq := s.wqeHead; seq != s.wqeTail; seq++ {
 		wqes[seq&uint64(len(wqes)-1)] = *s.wqe(seq)
 	}

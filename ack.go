@@ -16,21 +16,21 @@ import (
 // acknowledge marks p acknowledged and returns its newly acked bytes.
 func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 	r := s.rec(p)
+	if r.state != pktInFlight && r.state != pktLost && r.state != pktHeld {
+		return 0
+	}
+	size := s.sizeOf(p, r)
 	switch r.state {
 	case pktInFlight:
 		s.unlinkLoss(p)
-		s.inflight -= int(s.sizeOf(p, r))
+		s.inflight -= int(size)
 	case pktLost:
 		if r.rtx == 0 {
 			q.stats.SpuriousRetrans++ // declared lost, yet the original arrived
 		}
-	case pktHeld:
-	default:
-		return 0
 	}
 	r.state = pktAcked
 	s.planeDelivered(q, r.slot, r.sentAt)
-	size := s.sizeOf(p, r)
 	q.tracePacket(now, trace.PacketAcked, p, r.slot, size, "")
 	return int(size)
 }

@@ -40,8 +40,9 @@ type txPkt struct {
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
 	// marks holds what RoCE NAKs said of the PSN (nakMask: nakNone,
-	// nakAccused, nakConfirming) and which earlier transmissions may
-	// still reach the peer (echoMask: echoFirst, echoRtx; rttsample.go).
+	// nakAccused, nakConfirming), which earlier transmissions may still
+	// reach the peer (echoMask: echoFirst, echoRtx; rttsample.go) and
+	// whether the packet is a full MTU (markFull).
 	marks uint8
 	// echoAge is how long before sentAt the latest of those left, in
 	// whole µs, saturating at 255: an age read short can only cost an RTT
@@ -56,6 +57,10 @@ const (
 	nakConfirming uint8 = 2 << 2 // NAKed, and retransmitted since: a NAK now is confirmed
 	nakMask             = 3 << 2
 )
+
+// markFull, in txPkt.marks, says the packet is not its WRITE's last, so
+// it carries a full MTU: its size needs no look at the WRITE (sizeOf).
+const markFull uint8 = 1 << 4
 
 // wqe is a posted WRITE: 72 bytes.
 type wqe struct {
@@ -197,6 +202,9 @@ func (s *sender) segOf(p psn.PSN, r *txPkt) (*wqe, uint32) {
 // sizeOf returns the payload bytes of PSN p, in [una, nxt), whose record
 // is r.
 func (s *sender) sizeOf(p psn.PSN, r *txPkt) uint16 {
+	if r.marks&markFull != 0 {
+		return uint16(s.mtu)
+	}
 	w, seg := s.segOf(p, r)
 	return uint16(segSize(w, seg, int(s.mtu)))
 }
@@ -360,6 +368,9 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	r := s.rec(p)
 	*r = txPkt{}
 	r.sentAt, r.wqe, r.slot, r.state = now, uint16(s.wqeSend), slot, pktInFlight
+	if s.seg+1 < w.npkts {
+		r.marks = markFull
+	}
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}

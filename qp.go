@@ -149,7 +149,14 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 	if err := checkEVCounts(p, planes); err != nil {
 		return err
 	}
-	values := make([]uint32, 0, planes*(p.ActivePerPlane+p.BackupPerPlane))
+	// The values go to evset.New, which copies them: on the stack for
+	// the usual 256 EVs (8 planes × 32) rather than 1 KB of garbage for
+	// every QP a large simulation sets up.
+	var stack [256]uint32
+	values := stack[:0]
+	if n := planes * (p.ActivePerPlane + p.BackupPerPlane); n > len(stack) {
+		values = make([]uint32, 0, n)
+	}
 	var used [wire.MaxEVPaths / 64]uint64
 	for pl := range planes {
 		values = appendEVs(values, e.rng, pl, len(values), p.ActivePerPlane+p.BackupPerPlane, p.PathsPerPlane, used[:(p.PathsPerPlane+63)/64])

@@ -252,9 +252,6 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	if len(values) != cfg.Planes*per {
 		return nil, fmt.Errorf("evset: %d values for %d planes × %d EVs", len(values), cfg.Planes, per)
 	}
-	if v, ok := repeated(values); ok {
-		return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
-	}
 	s := &Set{
 		cfg:    cfg,
 		per:    per,
@@ -268,6 +265,11 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	s.hiBase = uint16(values[0] >> 16)
 	for i, v := range values {
 		if uint16(v>>16) != s.hiBase+uint16(i) {
+			// Values that number their slots differ in their top
+			// halves (at most MaxEVs of them); others may repeat.
+			if v, ok := repeated(values); ok {
+				return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
+			}
 			s.hi = make([]uint16, len(values))
 			for j, v := range values {
 				s.hi[j] = uint16(v >> 16)

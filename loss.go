@@ -125,8 +125,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			continue
 		}
 		s.requeue(p, false)
-		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
-		cwnd := q.cc.Window()
+		size := s.sizeOf(p, r)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, size, "")
+		cwnd := q.ctl().Window()
 		// A packet that went into a path retired since carries no news:
 		// the retirement already took the window's one cut for it.
 		known := !q.evp.Oblivious && q.evs.State(r.slot, now) == evset.AssumedBad
@@ -134,9 +135,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			q.retireLost(now, r.slot, r.sentAt)
 		}
 		if known {
-			q.cc.OnGone(now, int(r.size))
+			q.ctl().OnGone(now, int(size))
 		} else {
-			q.cc.OnLoss(now, int(r.size))
+			q.ctl().OnLoss(now, int(size))
 		}
 		q.traceCwnd(now, cwnd)
 	}
@@ -199,7 +200,7 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 		q.ep.markReady(q)
 	}
 	s.unlinkLoss(p)
-	s.inflight -= int(r.size)
+	s.inflight -= int(s.sizeOf(p, r))
 	r.state = pktHeld
 	r.mayEcho()
 	return true
@@ -339,7 +340,7 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 	if lost && path && !confirm {
 		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
-	cwnd := q.cc.Window()
+	cwnd := q.ctl().Window()
 	news := lost // the first held packet cuts the window; the others went the same way
 	for p := s.una; p != s.nxt; p = p.Add(1) {
 		r := s.rec(p)
@@ -348,13 +349,14 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 		}
 		r.state = pktLost
 		s.rtxq.Push(p)
-		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
+		size := s.sizeOf(p, r)
+		q.tracePacket(now, trace.PacketLost, p, r.slot, size, "")
 		switch {
 		case news:
-			q.cc.OnLoss(now, int(r.size))
+			q.ctl().OnLoss(now, int(size))
 			news = false
 		case lost:
-			q.cc.OnGone(now, int(r.size))
+			q.ctl().OnGone(now, int(size))
 		}
 	}
 	q.traceCwnd(now, cwnd)

@@ -22,17 +22,17 @@ type QP struct {
 	ep        *Endpoint
 	qpn       uint32
 	state     verbs.QPState
-	err       error
 	destroyed bool
-	stats     verbs.Stats
-
-	now   mtime.Time  // the latest time an input or output call passed in
-	timer timerq.Node // the QP's entry in the endpoint's timer heap
 	// timerDirty says a new deadline may be earlier than timer's: a first
 	// packet in flight, a first unreported arrival, a retired EV to probe,
 	// a probe in flight, work posted to an idle queue, a state change.
 	timerDirty bool
 	inReady    bool // queued in the endpoint's ready list
+	err        error
+	stats      verbs.Stats
+
+	now   mtime.Time  // the latest time an input or output call passed in
+	timer timerq.Node // the QP's entry in the endpoint's timer heap
 
 	// INIT
 	pd    uint32 // protection domain
@@ -40,19 +40,25 @@ type QP struct {
 	reps  *reps  // EVProfile.REPS only
 	mixed *mixed // EVProfile.Mixed only
 	evs   *evset.Set
-	cc    cc.Controller
-	newCC func(now mtime.Time) cc.Controller
+	// cc is the congestion controller: InitAttr.NewCC's, built in
+	// ReadyToSend, or the default NSCC, built on first use (ctl) as it
+	// would have been at ccBorn, when the QP entered RTS. A QP that only
+	// receives never needs one (half the QPs of a large simulation).
+	cc      cc.Controller
+	newCC   func(now mtime.Time) cc.Controller // InitAttr.NewCC; nil: NSCC
+	ccBorn  mtime.Time
+	ccLater bool // the default NSCC is due, built on first use
 
 	// RTR
-	remoteQPN uint32
 	// routed says the EVs' path indices choose among distinct routes to
 	// the peer (not so for a peer under the same T0): path news applies
 	// (pathshare.go).
-	routed bool
-	remote [][16]byte // peer port addresses by plane
-	paths  PathFunc
-	peer   *peer
-	rx     receiver
+	routed    bool
+	remoteQPN uint32
+	remote    [][16]byte // peer port addresses by plane
+	paths     PathFunc
+	peer      *peer
+	rx        receiver
 
 	// RTS
 	tx sender
@@ -72,10 +78,30 @@ func (q *QP) Stats() verbs.Stats { return q.stats }
 
 // Window returns the congestion window in bytes and the bytes in flight.
 func (q *QP) Window() (cwnd, inflight int) {
-	if q.cc == nil {
+	if q.cc == nil && !q.ccLater {
 		return 0, 0
 	}
-	return q.cc.Window(), q.tx.inflight
+	return q.ctl().Window(), q.tx.inflight
+}
+
+// ctl returns the congestion controller, building the default NSCC on
+// first use as ReadyToSend would have: from the endpoint's configuration,
+// which does not change, at the time the QP entered RTS.
+func (q *QP) ctl() cc.Controller {
+	if q.cc == nil {
+		q.buildCC()
+	}
+	return q.cc
+}
+
+func (q *QP) buildCC() {
+	e := q.ep
+	q.cc = cc.NewNSCC(cc.NSCCConfig{
+		MTU:            e.cfg.MTU,
+		BaseRTT:        e.cfg.BaseRTT,
+		LinkBitsPerSec: e.cfg.LinkBitsPerSec * int64(len(e.ports)),
+	}.WithDefaults(), q.ccBorn)
+	q.ccLater = false
 }
 
 // EVCounts returns how many of the QP's EVs are in each state at now,
@@ -123,7 +149,14 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 	if err := checkEVCounts(p, planes); err != nil {
 		return err
 	}
-	values := make([]uint32, 0, planes*(p.ActivePerPlane+p.BackupPerPlane))
+	// The values go to evset.New, which copies them: on the stack for
+	// the usual 256 EVs (8 planes × 32) rather than 1 KB of garbage for
+	// every QP a large simulation sets up.
+	var stack [256]uint32
+	values := stack[:0]
+	if n := planes * (p.ActivePerPlane + p.BackupPerPlane); n > len(stack) {
+		values = make([]uint32, 0, n)
+	}
 	var used [wire.MaxEVPaths / 64]uint64
 	for pl := range planes {
 		values = appendEVs(values, e.rng, pl, len(values), p.ActivePerPlane+p.BackupPerPlane, p.PathsPerPlane, used[:(p.PathsPerPlane+63)/64])
@@ -151,15 +184,6 @@ func (q *QP) Init(now mtime.Time, a InitAttr) error {
 		q.mixed = newMixed(evs.Len(), e.rng)
 	}
 	q.newCC = a.NewCC
-	if q.newCC == nil {
-		q.newCC = func(now mtime.Time) cc.Controller {
-			return cc.NewNSCC(cc.NSCCConfig{
-				MTU:            e.cfg.MTU,
-				BaseRTT:        e.cfg.BaseRTT,
-				LinkBitsPerSec: e.cfg.LinkBitsPerSec * int64(len(e.ports)),
-			}.WithDefaults(), now)
-		}
-	}
 	q.setState(now, verbs.StateInit)
 	return nil
 }
@@ -257,8 +281,12 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 	case a.SQDepth < 1 || a.SQDepth > 1<<16:
 		return fmt.Errorf("%w: send queue depth %d", verbs.ErrInvalidAttr, a.SQDepth)
 	}
-	q.cc = q.newCC(now)
-	q.tx.init(now, a)
+	if q.newCC != nil {
+		q.cc = q.newCC(now)
+	} else {
+		q.ccBorn, q.ccLater = now, true
+	}
+	q.tx.init(now, a, q.ep.cfg.MTU)
 	q.setState(now, verbs.StateRTS)
 	return nil
 }

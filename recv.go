@@ -22,6 +22,7 @@ type immSlot struct {
 	psn   psn.PSN // PSN of its last packet
 	imm   uint32
 	bytes uint32
+	key   uint16 // its RQMSN modulo maxWimm (receiver.imms)
 	valid bool
 }
 
@@ -42,8 +43,11 @@ type trigger struct {
 type receiver struct {
 	win       *rxwin.Window
 	maxWimm   int
-	immNext   uint16    // RQMSN of the next WRITE_IMM to complete
-	imms      []immSlot // by RQMSN modulo maxWimm; allocated at the first WRITE_IMM
+	immNext   uint16 // RQMSN of the next WRITE_IMM to complete
+	penalty   uint8  // rcv_cwnd_pen to advertise
+	restore   bool   // advertise r_c on the next SACK
+	started   bool
+	imms      []immSlot // by RQMSN modulo maxWimm, hashed: see immAt
 	recvs     []uint64  // posted receives, oldest first
 	recvHead  int
 	rcvdBytes uint64
@@ -55,10 +59,6 @@ type receiver struct {
 	trig           trigger
 
 	acks *acks // allocated when the QP first has something to acknowledge
-
-	penalty uint8 // rcv_cwnd_pen to advertise
-	restore bool  // advertise r_c on the next SACK
-	started bool
 }
 
 // acks is the responder's acknowledgement state: the SACKs and NACKs
@@ -165,11 +165,11 @@ func reportEntry(n psn.PSN, seq uint16) uint32 {
 	return uint32(seq)<<16 | uint32(n>>8)&0xffff
 }
 
-// sentSACK records the EV a SACK went out on.
+// sentSACK records the EV a SACK went out on, in 4 bytes: with 64 of
+// them the acknowledgement state fits 1,792 B, not 2,048 B.
 type sentSACK struct {
 	seq   uint16
-	slot  evset.Slot
-	valid bool
+	slot1 evset.Slot // the EV's slot + 1 (slots are below evset.MaxEVs); 0: none
 }
 
 func (r *receiver) init(start psn.PSN, mpr, maxWimm int) {
@@ -196,12 +196,13 @@ func (r *receiver) suspectReverse(q *QP, now mtime.Time, n psn.PSN) {
 func (r *receiver) suspectSACK(q *QP, now mtime.Time, seq uint16) {
 	a := r.ack()
 	ss := &a.sackSlots[seq%uint16(len(a.sackSlots))]
-	if !ss.valid || ss.seq != seq {
+	if ss.slot1 == 0 || ss.seq != seq {
 		return
 	}
-	ss.valid = false
+	slot := ss.slot1 - 1
+	ss.slot1 = 0
 	if !q.evp.Oblivious {
-		q.retirePath(now, ss.slot)
+		q.retirePath(now, slot)
 	}
 }
 
@@ -360,10 +361,8 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 		e.trace(t, trace.Record{Time: now, Kind: trace.PacketReceived, QPN: q.qpn, PSN: uint32(n), EV: wire.EV(t0.ev), Plane: port, Bytes: int(size)})
 	}
 	if p.BTH.Opcode.HasImm() {
-		if r.imms == nil {
-			r.imms = make([]immSlot, r.maxWimm)
-		}
-		r.imms[int(rq)%len(r.imms)] = immSlot{psn: n, imm: uint32(p.Imm), bytes: p.RETH.DMALen, valid: true}
+		k := int(rq) % r.maxWimm
+		*r.immFor(k) = immSlot{psn: n, imm: uint32(p.Imm), bytes: p.RETH.DMALen, key: uint16(k), valid: true}
 	}
 	r.deliverImms(q, now)
 
@@ -540,8 +539,9 @@ func (r *receiver) deliverImms(q *QP, now mtime.Time) {
 		return
 	}
 	for r.recvHead < len(r.recvs) {
-		s := &r.imms[int(r.immNext)%len(r.imms)]
-		if !s.valid || !s.psn.Less(r.win.Next()) {
+		k := int(r.immNext) % r.maxWimm
+		s := r.immAt(k)
+		if !s.valid || int(s.key) != k || !s.psn.Less(r.win.Next()) {
 			return
 		}
 		q.ep.emit(verbs.Event{Kind: verbs.EventRecvImm, Time: now, QPN: q.qpn, WRID: r.recvs[r.recvHead], Bytes: uint64(s.bytes), Imm: s.imm})
@@ -552,6 +552,63 @@ func (r *receiver) deliverImms(q *QP, now mtime.Time) {
 		if r.recvHead == len(r.recvs) {
 			r.recvs, r.recvHead = r.recvs[:0], 0
 		}
+	}
+}
+
+// The WRITE_IMMs waiting for their last packets or their predecessors
+// are kept by key, RQMSN modulo maxWimm, as in a table of maxWimm slots.
+// The table starts small and grows as keys collide, up to maxWimm slots:
+// a QP usually has a few WRITE_IMMs in progress, and 128 slots of 16
+// bytes for each receiving QP were 2 KB a host on --preset big. Below
+// maxWimm slots (a power of two) key k lives in slot k mod len; at
+// maxWimm, in slot k. A slot with another key holds nothing for k.
+const immSlotsStart = 4
+
+// immAt returns the slot where key k lives, if anywhere.
+func (r *receiver) immAt(k int) *immSlot {
+	if len(r.imms) == r.maxWimm {
+		return &r.imms[k]
+	}
+	return &r.imms[k&(len(r.imms)-1)]
+}
+
+// immFor returns the slot for key k, empty or holding k, growing the
+// table until k has one.
+func (r *receiver) immFor(k int) *immSlot {
+	if r.imms == nil {
+		r.imms = make([]immSlot, min(immSlotsStart, r.maxWimm))
+	}
+	for {
+		if s := r.immAt(k); !s.valid || int(s.key) == k {
+			return s
+		}
+		r.growImms()
+	}
+}
+
+// growImms doubles the WRITE_IMM table, or makes it maxWimm slots when
+// that is no more, moving every waiting WRITE_IMM to its new slot; it
+// doubles again while two of them would share one.
+func (r *receiver) growImms() {
+	for n := 2 * len(r.imms); ; n *= 2 {
+		old := r.imms
+		r.imms = make([]immSlot, min(n, r.maxWimm))
+		moved := true
+		for _, s := range old {
+			if !s.valid {
+				continue
+			}
+			d := r.immAt(int(s.key))
+			if d.valid {
+				moved = false
+				break
+			}
+			*d = s
+		}
+		if moved {
+			return
+		}
+		r.imms = old
 	}
 }
 
@@ -741,7 +798,7 @@ func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 	if c.kind == verbs.KindSACK {
 		q.stats.SACKsSent++
 		a := q.rx.acks
-		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot: slot, valid: true}
+		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot1: slot + 1}
 		if t := e.cfg.Tracer; t != nil {
 			e.trace(t, trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
 		}

@@ -28,20 +28,21 @@ const (
 // noPSN ends the loss list; it is not a 24-bit value.
 const noPSN psn.PSN = 1 << 31
 
-// txPkt is what the requester remembers of one PSN in flight: 32 bytes,
-// since a QP keeps one for every PSN of its window (TestTxPktSize).
+// txPkt is what the requester remembers of one PSN in flight: 24 bytes,
+// since a QP keeps one for every PSN of its window (TestTxPktSize). Its
+// WRITE stays posted while the PSN is in [una, nxt), so the packet's
+// place in the WRITE and its size come from there (sender.sizeOf).
 type txPkt struct {
 	sentAt     mtime.Time
-	wqe        uint32     // low bits of the WQE's sequence number
-	seg        uint32     // packet index within the message
 	prev, next psn.PSN    // loss list: in flight, oldest transmission first
-	size       uint16     // payload bytes (an MTU is at most 9000)
+	wqe        uint16     // low bits of the WQE's sequence number (the WQE ring holds at most 2^16)
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
 	// marks holds what RoCE NAKs said of the PSN (nakMask: nakNone,
-	// nakAccused, nakConfirming) and which earlier transmissions may
-	// still reach the peer (echoMask: echoFirst, echoRtx; rttsample.go).
+	// nakAccused, nakConfirming), which earlier transmissions may still
+	// reach the peer (echoMask: echoFirst, echoRtx; rttsample.go) and
+	// whether the packet is a full MTU (markFull).
 	marks uint8
 	// echoAge is how long before sentAt the latest of those left, in
 	// whole µs, saturating at 255: an age read short can only cost an RTT
@@ -57,24 +58,29 @@ const (
 	nakMask             = 3 << 2
 )
 
-// wqe is a posted WRITE.
+// markFull, in txPkt.marks, says the packet is not its WRITE's last, so
+// it carries a full MTU: its size needs no look at the WRITE (sizeOf).
+const markFull uint8 = 1 << 4
+
+// wqe is a posted WRITE: 72 bytes.
 type wqe struct {
 	id       uint64
 	src      []byte // payload source; nil for a phantom region
 	remoteVA uint64
-	rkey     uint32
 	length   uint64
+	rkey     uint32
 	npkts    uint32
 	first    psn.PSN
+	imm      uint32
 	msn      uint16
 	rqmsn    uint16
-	imm      uint32
 	withImm  bool
 }
 
 type sender struct {
 	una, nxt  psn.PSN // oldest unacknowledged PSN, next new PSN
 	postPSN   psn.PSN // first PSN of the next posted WRITE
+	mtu       int32   // the endpoint's MTU: packet sizes (sizeOf)
 	window    int     // PSNs the peer tracks: its SACKs' MPR×128, at most maxWindow
 	maxWindow int     // the configured MPR×128 PSNs
 	ring      []txPkt // records of [una, nxt), at psn&mask; grows on demand
@@ -96,9 +102,6 @@ type sender struct {
 	wimm    int // WRITE_IMMs started and not completed
 
 	srtt, rttvar time.Duration
-	// rtxFlagged says a SACK of the peer's has set the rtx flag, so its
-	// clear flag means a first transmission (txPkt.answers).
-	rtxFlagged bool
 
 	timeout      time.Duration // QP local ACK timeout
 	retryLinear  int
@@ -111,6 +114,9 @@ type sender struct {
 	// confirm says a lost packet's EV is probed itself before it is
 	// retired (RTSAttr.NoTrimNACKs, or NoTrim).
 	confirm bool
+	// rtxFlagged says a SACK of the peer's has set the rtx flag, so its
+	// clear flag means a first transmission (txPkt.answers).
+	rtxFlagged bool
 
 	// Back-off after resource NACKs (onResourceNACK): no retransmission
 	// before rtxHold; backoffs counts such NACKs since the last progress.
@@ -138,8 +144,9 @@ type sender struct {
 	planeLoss []planeStreak // by plane; allocated at the first path retired for loss
 }
 
-func (s *sender) init(now mtime.Time, a RTSAttr) {
+func (s *sender) init(now mtime.Time, a RTSAttr, mtu int) {
 	*s = sender{
+		mtu:          int32(mtu),
 		una:          psn.PSN(a.SendPSN),
 		nxt:          psn.PSN(a.SendPSN),
 		postPSN:      psn.PSN(a.SendPSN),
@@ -147,7 +154,6 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		maxWindow:    a.MPR * wire.MPRUnit,
 		lossHead:     noPSN,
 		lossTail:     noPSN,
-		wqes:         make([]wqe, 4),
 		sqDepth:      a.SQDepth,
 		maxWimm:      a.MaxWimm,
 		timeout:      time.Duration(1024<<a.TimeoutExp) * time.Nanosecond,
@@ -165,7 +171,7 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 // smaller rings (on --preset big, 131,072 QPs send a 256-packet window
 // from the start).
 func (s *sender) ringHint(q *QP) int {
-	return min(s.postPSN.Sub(s.una), s.window, q.cc.Window()/q.ep.cfg.MTU+1)
+	return min(s.postPSN.Sub(s.una), s.window, q.ctl().Window()/q.ep.cfg.MTU+1)
 }
 
 // grow resizes the record ring to hold at least n PSNs.
@@ -185,6 +191,23 @@ func (s *sender) grow(n int) {
 }
 
 func (s *sender) rec(p psn.PSN) *txPkt { return &s.ring[int(p)&s.mask] }
+
+// segOf returns which packet of its WRITE PSN p, in [una, nxt), is, and
+// the WRITE.
+func (s *sender) segOf(p psn.PSN, r *txPkt) (*wqe, uint32) {
+	w := s.wqe(uint64(r.wqe))
+	return w, uint32(p.Sub(w.first))
+}
+
+// sizeOf returns the payload bytes of PSN p, in [una, nxt), whose record
+// is r.
+func (s *sender) sizeOf(p psn.PSN, r *txPkt) uint16 {
+	if r.marks&markFull != 0 {
+		return uint16(s.mtu)
+	}
+	w, seg := s.segOf(p, r)
+	return uint16(segSize(w, seg, int(s.mtu)))
+}
 
 // post queues a WRITE.
 func (s *sender) post(q *QP, wr verbs.WriteRequest, src []byte) error {
@@ -226,9 +249,10 @@ func (s *sender) post(q *QP, wr verbs.WriteRequest, src []byte) error {
 func (s *sender) wqe(seq uint64) *wqe { return &s.wqes[seq&uint64(len(s.wqes)-1)] }
 
 // growWQEs doubles the WQE ring. Most QPs keep a few WRITEs posted, so the
-// ring starts small: a simulation holds hundreds of thousands of QPs.
+// ring starts small, at the first WRITE: a simulation holds hundreds of
+// thousands of QPs, half of which never post one.
 func (s *sender) growWQEs() {
-	wqes := make([]wqe, 2*len(s.wqes))
+	wqes := make([]wqe, max(2*len(s.wqes), 4))
 	for seq := s.wqeHead; seq != s.wqeTail; seq++ {
 		wqes[seq&uint64(len(wqes)-1)] = *s.wqe(seq)
 	}
@@ -248,7 +272,7 @@ func (s *sender) fits(q *QP, size uint32) bool {
 	if s.inflight == 0 {
 		return q.now >= s.paceAt
 	}
-	return s.inflight+int(size) <= q.cc.Window()
+	return s.inflight+int(size) <= q.ctl().Window()
 }
 
 // pace notes a packet of size bytes sent at now and, when the window is
@@ -282,7 +306,7 @@ const (
 // from queues long drained (with the smoothed RTT one sender of htsim's
 // 127→1 incast on a 3-tier fat tree waited 5 ms at its floor).
 func (s *sender) repace(q *QP) {
-	w := q.cc.Window()
+	w := q.ctl().Window()
 	if w >= int(s.pacedSize) || w <= 0 {
 		s.paceAt = 0
 		return
@@ -326,7 +350,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 			s.rtxq.Push(p)
 			skipped++
 		default:
-			return s.fits(q, uint32(s.rec(p).size))
+			return s.fits(q, uint32(s.sizeOf(p, s.rec(p))))
 		}
 	}
 	return false
@@ -343,7 +367,10 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	// In place, field by field (see setBTH).
 	r := s.rec(p)
 	*r = txPkt{}
-	r.sentAt, r.wqe, r.seg, r.size, r.slot, r.state = now, uint32(s.wqeSend), s.seg, size, slot, pktInFlight
+	r.sentAt, r.wqe, r.slot, r.state = now, uint16(s.wqeSend), slot, pktInFlight
+	if s.seg+1 < w.npkts {
+		r.marks = markFull
+	}
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}
@@ -358,7 +385,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	}
 	q.stats.DataSent++
 	q.stats.PayloadSent += uint64(size)
-	q.cc.OnSent(now, int(size), false)
+	q.ctl().OnSent(now, int(size), false)
 	s.pace(q, now, size)
 	q.tracePacket(now, trace.PacketSent, p, slot, size, "")
 	q.writeData(now, buf, p, false, tx)
@@ -379,11 +406,12 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}
-	s.inflight += int(r.size)
+	size := s.sizeOf(p, r)
+	s.inflight += int(size)
 	q.stats.Retransmits++
-	q.cc.OnSent(now, int(r.size), true)
-	s.pace(q, now, r.size)
-	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
+	q.ctl().OnSent(now, int(size), true)
+	s.pace(q, now, size)
+	q.tracePacket(now, trace.PacketRetransmitted, p, slot, size, "")
 	q.writeData(now, buf, p, true, tx)
 }
 
@@ -423,8 +451,9 @@ func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
 func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verbs.Transmit) {
 	e, s := q.ep, &q.tx
 	r := s.rec(p)
-	w := s.wqe(uint64(r.wqe))
-	first, last := r.seg == 0, r.seg+1 == w.npkts
+	w, seg := s.segOf(p, r)
+	size := segSize(w, seg, e.cfg.MTU)
+	first, last := seg == 0, seg+1 == w.npkts
 	var op wire.Opcode
 	switch {
 	case first && last && w.withImm:
@@ -448,7 +477,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 		dscp = e.cfg.DSCP.DataRetx
 	}
 	plane, ev := q.evs.Plane(r.slot), q.evs.Value(r.slot)
-	off := uint64(r.seg) * uint64(e.cfg.MTU)
+	off := uint64(seg) * uint64(e.cfg.MTU)
 	// The headers come from the endpoint's template (wire.DataTemplate),
 	// filled in place, field by field (see setBTH).
 	f := &e.scratch.data
@@ -461,21 +490,21 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	// Ask for an immediate SACK when this packet ends what we can send
 	// for now, so that the tail is not left to the SACK timer (UET
 	// AckRequest).
-	f.AckReq = rtx || last && s.wqeSend == s.wqeTail || q.cc.Window()-s.inflight < e.cfg.MTU
+	f.AckReq = rtx || last && s.wqeSend == s.wqeTail || q.ctl().Window()-s.inflight < e.cfg.MTU
 	f.Rtx, f.DestQP, f.PSN = rtx, q.remoteQPN, uint32(p)
 	f.METH.MSN, f.METH.RQMSN, f.TxTimestamp = w.msn, w.rqmsn, timestamp(now)
 	f.RETH.VA, f.RETH.RKey, f.RETH.DMALen = w.remoteVA+off, w.rkey, uint32(w.length)
-	f.Imm, f.PayloadLen = wire.ImmDt(w.imm), int(r.size)
+	f.Imm, f.PayloadLen = wire.ImmDt(w.imm), int(size)
 	var payload []byte
 	if w.src != nil {
-		payload = w.src[off : off+uint64(r.size)]
+		payload = w.src[off : off+uint64(size)]
 	}
 	n := len(e.dataTpl.Append(buf[:0], f, payload))
 	kind := verbs.KindData
 	if rtx {
 		kind = verbs.KindRetransmit
 	}
-	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, e.dataTpl.Len(op, int(r.size)), q.qpn, kind
+	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, e.dataTpl.Len(op, int(size)), q.qpn, kind
 	tx.Dst, tx.EV, tx.TrafficClass = f.Dst, f.EV, f.TrafficClass
 }
 
@@ -520,7 +549,7 @@ func (s *sender) requeue(p psn.PSN, dead bool) {
 		r.mayEcho()
 	}
 	s.unlinkLoss(p)
-	s.inflight -= int(r.size)
+	s.inflight -= int(s.sizeOf(p, r))
 	r.state = pktLost
 	s.rtxq.Push(p)
 }
@@ -544,7 +573,7 @@ func (s *sender) flush(q *QP, now mtime.Time) {
 // traceCwnd traces the congestion window if it changed from before.
 func (q *QP) traceCwnd(now mtime.Time, before int) {
 	if t := q.ep.cfg.Tracer; t != nil {
-		if w := q.cc.Window(); w != before {
+		if w := q.ctl().Window(); w != before {
 			q.ep.trace(t, trace.Record{Time: now, Kind: trace.CwndChanged, QPN: q.qpn, Cwnd: w, Inflight: q.tx.inflight})
 		}
 	}

@@ -252,9 +252,6 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	if len(values) != cfg.Planes*per {
 		return nil, fmt.Errorf("evset: %d values for %d planes × %d EVs", len(values), cfg.Planes, per)
 	}
-	if v, ok := repeated(values); ok {
-		return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
-	}
 	s := &Set{
 		cfg:    cfg,
 		per:    per,
@@ -268,6 +265,11 @@ func New(cfg Config, values []uint32) (*Set, error) {
 	s.hiBase = uint16(values[0] >> 16)
 	for i, v := range values {
 		if uint16(v>>16) != s.hiBase+uint16(i) {
+			// Values that number their slots differ in their top
+			// halves (at most MaxEVs of them); others may repeat.
+			if v, ok := repeated(values); ok {
+				return nil, fmt.Errorf("evset: EV %#08x appears twice", v)
+			}
 			s.hi = make([]uint16, len(values))
 			for j, v := range values {
 				s.hi[j] = uint16(v >> 16)
@@ -321,7 +323,7 @@ func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
 // State returns the state of the EV in slot at time now.
 func (s *Set) State(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil.at(slot) {
+	if e.state == Skip && now >= s.skipUntil.at(slot, len(s.evs)) {
 		return Good
 	}
 	return e.state
@@ -409,49 +411,118 @@ func (s *Set) restore(slot Slot) {
 // rest puts the EV in slot in Skip from now until the given time.
 func (s *Set) rest(slot Slot, now, until mtime.Time) {
 	s.evs[slot].state = Skip
-	s.skipUntil.set(slot, now, until, len(s.evs))
+	s.skipUntil.set(slot, now, until, s.evs)
 }
 
-// skipEnds holds when each slot's Skip rest ends, in nanoseconds after
-// base (forever: no end), allocated at the first rest: 4 bytes a slot
-// where a time takes 8. An end beyond 2^32 ns of base moves base up to
-// now, and every end before the new base (all of them past) to it; a
-// rest longer than 2^32-2 ns (4.3 s, where Config.Skip is about a round
-// trip) ends then.
+// skipEnds holds when each resting (Skip) slot's rest ends, in
+// nanoseconds after base (forever: no end): 4 bytes where a time takes
+// 8. Few EVs of a set rest at once, so the ends start, at the first
+// rest, as a short list of (slot, end) pairs, one per slot that rested
+// (those that rest no more are dropped when it fills), and become a
+// table of every slot's end only when more than restListMax slots rest
+// at once: 1 KB for the 256 EVs of a QP of --preset big, where most
+// QPs rest a few. A set of at most 2×restListMax EVs keeps the table
+// from the first rest. Both live in end: the table is n long (n: the
+// set's EVs), the list, pairs of slot and end, shorter. An end beyond
+// 2^32 ns of base moves base up to now, and every end before the new
+// base (all of them past) to it; a rest longer than 2^32-2 ns (4.3 s,
+// where Config.Skip is about a round trip) ends then.
 type skipEnds struct {
 	base mtime.Time
 	end  []uint32
 }
 
-const forever = ^uint32(0)
+const (
+	forever       = ^uint32(0)
+	restListStart = 4
+	restListMax   = 16
+)
 
-// at returns when slot's rest ends; it has rested before.
-func (k *skipEnds) at(slot Slot) mtime.Time {
-	if e := k.end[slot]; e != forever {
+// at returns when slot's rest ends; it rests, and the set has n EVs.
+func (k *skipEnds) at(slot Slot, n int) mtime.Time {
+	if e := k.get(slot, n); e != forever {
 		return k.base + mtime.Time(e)
 	}
 	return mtime.Never
 }
 
-// set records that slot rests until t (mtime.Never: no end); now is
-// when, and n the slots in the set.
-func (k *skipEnds) set(slot Slot, now, t mtime.Time, n int) {
-	if k.end == nil {
-		k.end, k.base = make([]uint32, n), now
+func (k *skipEnds) get(slot Slot, n int) uint32 {
+	if len(k.end) == n {
+		return k.end[slot]
 	}
+	for i := 0; i < len(k.end); i += 2 {
+		if k.end[i] == uint32(slot) {
+			return k.end[i+1]
+		}
+	}
+	return 0
+}
+
+// set records that slot, which rests, rests until t (mtime.Never: no
+// end); now is when, and evs the set's entries.
+func (k *skipEnds) set(slot Slot, now, t mtime.Time, evs []entry) {
+	if k.end == nil {
+		k.base = now
+	}
+	e := k.ref(slot, evs)
 	if t == mtime.Never {
-		k.end[slot] = forever
+		*e = forever
 		return
 	}
 	if t-k.base >= mtime.Time(forever) {
-		for i, e := range k.end {
-			if e != forever {
+		i, step := 0, 1 // the table's ends, or the list's
+		if len(k.end) != len(evs) {
+			i, step = 1, 2
+		}
+		for ; i < len(k.end); i += step {
+			if e := k.end[i]; e != forever {
 				k.end[i] = uint32(max(k.base+mtime.Time(e), now) - now)
 			}
 		}
 		k.base = now
 	}
-	k.end[slot] = uint32(min(t-k.base, mtime.Time(forever-1)))
+	*e = uint32(min(t-k.base, mtime.Time(forever-1)))
+}
+
+// ref returns where slot's end is kept, making room for it: in the
+// list while it has room once the slots that rest no more are dropped,
+// else in the table of every slot's end, which takes over for good.
+func (k *skipEnds) ref(slot Slot, evs []entry) *uint32 {
+	n := len(evs)
+	if len(k.end) == n {
+		return &k.end[slot]
+	}
+	for i := 0; i < len(k.end); i += 2 {
+		if k.end[i] == uint32(slot) {
+			return &k.end[i+1]
+		}
+	}
+	if len(k.end) == 2*restListMax {
+		kept := k.end[:0]
+		for i := 0; i < len(k.end); i += 2 {
+			if evs[k.end[i]].state == Skip {
+				kept = append(kept, k.end[i], k.end[i+1])
+			}
+		}
+		k.end = kept
+	}
+	switch {
+	case n <= 2*restListMax:
+		k.end = make([]uint32, n)
+	case len(k.end) < 2*restListMax:
+		if k.end == nil {
+			k.end = make([]uint32, 0, 2*restListStart)
+		}
+		k.end = append(k.end, uint32(slot), 0)
+		return &k.end[len(k.end)-1]
+	default:
+		table := make([]uint32, n)
+		for i := 0; i < len(k.end); i += 2 {
+			table[k.end[i]] = k.end[i+1]
+		}
+		k.end = table
+	}
+	return &k.end[slot]
 }
 
 func (s *Set) notify(slot Slot, from, to State, why Reason, repl int) {
@@ -529,7 +600,7 @@ func wrap(i, n int) int {
 // settle ends an expired Skip and returns the EV's state.
 func (s *Set) settle(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil.at(slot) {
+	if e.state == Skip && now >= s.skipUntil.at(slot, len(s.evs)) {
 		e.state = Good
 		s.notify(slot, Skip, Good, ReasonSkipEnded, -1)
 	}
@@ -546,7 +617,7 @@ func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 		s.rest(slot, now, now.Add(s.cfg.Skip))
 		s.notify(slot, Good, Skip, why, -1)
 	case Skip:
-		s.skipUntil.set(slot, now, max(s.skipUntil.at(slot), now.Add(s.cfg.Skip)), len(s.evs)) // a suspect rests on
+		s.skipUntil.set(slot, now, max(s.skipUntil.at(slot, len(s.evs)), now.Add(s.cfg.Skip)), s.evs) // a suspect rests on
 	}
 }
 
@@ -561,7 +632,7 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 		s.notify(slot, Good, Skip, ReasonSuspect, -1)
 		return true
 	case Skip:
-		s.skipUntil.set(slot, now, mtime.Never, len(s.evs))
+		s.skipUntil.set(slot, now, mtime.Never, s.evs)
 		return true
 	}
 	return false
@@ -570,9 +641,9 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 // Unsuspect ends the rest Suspect (or Doubt) began: the EV is Good
 // again, and no longer doubted.
 func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
-	if s.evs[slot].state == Skip && s.skipUntil.at(slot) == mtime.Never {
+	if s.evs[slot].state == Skip && s.skipUntil.at(slot, len(s.evs)) == mtime.Never {
 		s.removeDoubt(now, slot)
-		s.skipUntil.set(slot, now, now, len(s.evs))
+		s.skipUntil.set(slot, now, now, s.evs)
 		s.settle(slot, now)
 	}
 }
@@ -591,7 +662,7 @@ func (s *Set) Doubt(now mtime.Time, slots []Slot) int {
 	for _, slot := range slots {
 		from := s.settle(slot, now)
 		if from != Good && from != Skip || s.doubtIndex(slot) >= 0 ||
-			from == Skip && s.skipUntil.at(slot) == mtime.Never { // a suspect: its own probe asks
+			from == Skip && s.skipUntil.at(slot, len(s.evs)) == mtime.Never { // a suspect: its own probe asks
 			continue
 		}
 		s.rest(slot, now, mtime.Never)
@@ -775,13 +846,13 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 	if i := s.doubtIndex(slot); i >= 0 {
 		var group [16]Slot
 		for _, sl := range s.takeDoubts(s.doubts[i].lead, group[:0]) {
-			if s.evs[sl].state != Skip || s.skipUntil.at(sl) != mtime.Never {
+			if s.evs[sl].state != Skip || s.skipUntil.at(sl, len(s.evs)) != mtime.Never {
 				continue // a suspect ended the rest already
 			}
 			to := Good
 			if ecn {
 				to = Skip
-				s.skipUntil.set(sl, now, now.Add(s.cfg.Skip), len(s.evs))
+				s.skipUntil.set(sl, now, now.Add(s.cfg.Skip), s.evs)
 			}
 			s.evs[sl].state = to
 			s.notify(sl, Skip, to, ReasonProbes, -1)

@@ -16,23 +16,22 @@ import (
 // acknowledge marks p acknowledged and returns its newly acked bytes.
 func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 	r := s.rec(p)
-	if r.state != pktInFlight && r.state != pktLost && r.state != pktHeld {
-		return 0
-	}
-	size := s.sizeOf(p, r)
 	switch r.state {
 	case pktInFlight:
 		s.unlinkLoss(p)
-		s.inflight -= int(size)
+		s.inflight -= int(r.size)
 	case pktLost:
 		if r.rtx == 0 {
 			q.stats.SpuriousRetrans++ // declared lost, yet the original arrived
 		}
+	case pktHeld:
+	default:
+		return 0
 	}
 	r.state = pktAcked
 	s.planeDelivered(q, r.slot, r.sentAt)
-	q.tracePacket(now, trace.PacketAcked, p, r.slot, size, "")
-	return int(size)
+	q.tracePacket(now, trace.PacketAcked, p, r.slot, r.size, "")
+	return int(r.size)
 }
 
 // onSACK processes a reliability SACK (digest §3.6).
@@ -234,7 +233,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 	}
 	r := s.rec(p)
 	s.requeue(p, true)
-	q.tracePacket(now, trace.PacketNacked, p, r.slot, s.sizeOf(p, r), nk.Reason.String())
+	q.tracePacket(now, trace.PacketNacked, p, r.slot, r.size, nk.Reason.String())
 	cwnd := q.ctl().Window()
 	defer q.traceCwnd(now, cwnd)
 	switch nk.Reason {
@@ -262,7 +261,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		if q.mixed != nil {
 			q.mixed.penalize(r.slot, mixedTrim)
 		}
-		q.ctl().OnNack(now, cc.Nack{Bytes: int(s.sizeOf(p, r)), Inflight: s.inflight, LastHop: lastHop})
+		q.ctl().OnNack(now, cc.Nack{Bytes: int(r.size), Inflight: s.inflight, LastHop: lastHop})
 	default:
 		s.onResourceNACK(q, now, p, nk.Reason)
 	}
@@ -280,7 +279,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 // per RTT, and the rest must not time out and blame their EVs), and the
 // window shrinks until the peer's next SACK advertises its MPR.
 func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackReason) {
-	q.ctl().OnLoss(now, int(s.sizeOf(p, s.rec(p))))
+	q.ctl().OnLoss(now, int(s.rec(p).size))
 	if why == wire.NackPSNOORWindow {
 		beyond := p.Sub(s.una)
 		for l := s.lossHead; l != noPSN; {

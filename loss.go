@@ -125,8 +125,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			continue
 		}
 		s.requeue(p, false)
-		size := s.sizeOf(p, r)
-		q.tracePacket(now, trace.PacketLost, p, r.slot, size, "")
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.ctl().Window()
 		// A packet that went into a path retired since carries no news:
 		// the retirement already took the window's one cut for it.
@@ -135,9 +134,9 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 			q.retireLost(now, r.slot, r.sentAt)
 		}
 		if known {
-			q.ctl().OnGone(now, int(size))
+			q.ctl().OnGone(now, int(r.size))
 		} else {
-			q.ctl().OnLoss(now, int(size))
+			q.ctl().OnLoss(now, int(r.size))
 		}
 		q.traceCwnd(now, cwnd)
 	}
@@ -200,7 +199,7 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 		q.ep.markReady(q)
 	}
 	s.unlinkLoss(p)
-	s.inflight -= int(s.sizeOf(p, r))
+	s.inflight -= int(r.size)
 	r.state = pktHeld
 	r.mayEcho()
 	return true
@@ -349,14 +348,13 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 		}
 		r.state = pktLost
 		s.rtxq.Push(p)
-		size := s.sizeOf(p, r)
-		q.tracePacket(now, trace.PacketLost, p, r.slot, size, "")
+		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		switch {
 		case news:
-			q.ctl().OnLoss(now, int(size))
+			q.ctl().OnLoss(now, int(r.size))
 			news = false
 		case lost:
-			q.ctl().OnGone(now, int(size))
+			q.ctl().OnGone(now, int(r.size))
 		}
 	}
 	q.traceCwnd(now, cwnd)

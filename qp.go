@@ -286,7 +286,7 @@ func (q *QP) ReadyToSend(now mtime.Time, a RTSAttr) error {
 	} else {
 		q.ccBorn, q.ccLater = now, true
 	}
-	q.tx.init(now, a, q.ep.cfg.MTU)
+	q.tx.init(now, a)
 	q.setState(now, verbs.StateRTS)
 	return nil
 }

@@ -28,21 +28,20 @@ const (
 // noPSN ends the loss list; it is not a 24-bit value.
 const noPSN psn.PSN = 1 << 31
 
-// txPkt is what the requester remembers of one PSN in flight: 24 bytes,
-// since a QP keeps one for every PSN of its window (TestTxPktSize). Its
-// WRITE stays posted while the PSN is in [una, nxt), so the packet's
-// place in the WRITE and its size come from there (sender.sizeOf).
+// txPkt is what the requester remembers of one PSN in flight: 32 bytes,
+// since a QP keeps one for every PSN of its window (TestTxPktSize).
 type txPkt struct {
 	sentAt     mtime.Time
+	wqe        uint32     // low bits of the WQE's sequence number
+	seg        uint32     // packet index within the message
 	prev, next psn.PSN    // loss list: in flight, oldest transmission first
-	wqe        uint16     // low bits of the WQE's sequence number (the WQE ring holds at most 2^16)
+	size       uint16     // payload bytes (an MTU is at most 9000)
 	slot       evset.Slot // EV of the latest transmission
 	rtx        uint8      // retransmissions so far (saturating)
 	state      uint8
 	// marks holds what RoCE NAKs said of the PSN (nakMask: nakNone,
-	// nakAccused, nakConfirming), which earlier transmissions may still
-	// reach the peer (echoMask: echoFirst, echoRtx; rttsample.go) and
-	// whether the packet is a full MTU (markFull).
+	// nakAccused, nakConfirming) and which earlier transmissions may
+	// still reach the peer (echoMask: echoFirst, echoRtx; rttsample.go).
 	marks uint8
 	// echoAge is how long before sentAt the latest of those left, in
 	// whole µs, saturating at 255: an age read short can only cost an RTT
@@ -57,10 +56,6 @@ const (
 	nakConfirming uint8 = 2 << 2 // NAKed, and retransmitted since: a NAK now is confirmed
 	nakMask             = 3 << 2
 )
-
-// markFull, in txPkt.marks, says the packet is not its WRITE's last, so
-// it carries a full MTU: its size needs no look at the WRITE (sizeOf).
-const markFull uint8 = 1 << 4
 
 // wqe is a posted WRITE: 72 bytes.
 type wqe struct {
@@ -80,7 +75,6 @@ type wqe struct {
 type sender struct {
 	una, nxt  psn.PSN // oldest unacknowledged PSN, next new PSN
 	postPSN   psn.PSN // first PSN of the next posted WRITE
-	mtu       int32   // the endpoint's MTU: packet sizes (sizeOf)
 	window    int     // PSNs the peer tracks: its SACKs' MPR×128, at most maxWindow
 	maxWindow int     // the configured MPR×128 PSNs
 	ring      []txPkt // records of [una, nxt), at psn&mask; grows on demand
@@ -144,9 +138,8 @@ type sender struct {
 	planeLoss []planeStreak // by plane; allocated at the first path retired for loss
 }
 
-func (s *sender) init(now mtime.Time, a RTSAttr, mtu int) {
+func (s *sender) init(now mtime.Time, a RTSAttr) {
 	*s = sender{
-		mtu:          int32(mtu),
 		una:          psn.PSN(a.SendPSN),
 		nxt:          psn.PSN(a.SendPSN),
 		postPSN:      psn.PSN(a.SendPSN),
@@ -191,23 +184,6 @@ func (s *sender) grow(n int) {
 }
 
 func (s *sender) rec(p psn.PSN) *txPkt { return &s.ring[int(p)&s.mask] }
-
-// segOf returns which packet of its WRITE PSN p, in [una, nxt), is, and
-// the WRITE.
-func (s *sender) segOf(p psn.PSN, r *txPkt) (*wqe, uint32) {
-	w := s.wqe(uint64(r.wqe))
-	return w, uint32(p.Sub(w.first))
-}
-
-// sizeOf returns the payload bytes of PSN p, in [una, nxt), whose record
-// is r.
-func (s *sender) sizeOf(p psn.PSN, r *txPkt) uint16 {
-	if r.marks&markFull != 0 {
-		return uint16(s.mtu)
-	}
-	w, seg := s.segOf(p, r)
-	return uint16(segSize(w, seg, int(s.mtu)))
-}
 
 // post queues a WRITE.
 func (s *sender) post(q *QP, wr verbs.WriteRequest, src []byte) error {
@@ -350,7 +326,7 @@ func (s *sender) rtxReady(q *QP, now mtime.Time) bool {
 			s.rtxq.Push(p)
 			skipped++
 		default:
-			return s.fits(q, uint32(s.sizeOf(p, s.rec(p))))
+			return s.fits(q, uint32(s.rec(p).size))
 		}
 	}
 	return false
@@ -367,10 +343,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	// In place, field by field (see setBTH).
 	r := s.rec(p)
 	*r = txPkt{}
-	r.sentAt, r.wqe, r.slot, r.state = now, uint16(s.wqeSend), slot, pktInFlight
-	if s.seg+1 < w.npkts {
-		r.marks = markFull
-	}
+	r.sentAt, r.wqe, r.seg, r.size, r.slot, r.state = now, uint32(s.wqeSend), s.seg, size, slot, pktInFlight
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}
@@ -406,12 +379,11 @@ func (s *sender) sendRetransmit(q *QP, now mtime.Time, slot evset.Slot, buf []by
 	if s.linkLoss(p) {
 		q.timerDirty = true
 	}
-	size := s.sizeOf(p, r)
-	s.inflight += int(size)
+	s.inflight += int(r.size)
 	q.stats.Retransmits++
-	q.ctl().OnSent(now, int(size), true)
-	s.pace(q, now, size)
-	q.tracePacket(now, trace.PacketRetransmitted, p, slot, size, "")
+	q.ctl().OnSent(now, int(r.size), true)
+	s.pace(q, now, r.size)
+	q.tracePacket(now, trace.PacketRetransmitted, p, slot, r.size, "")
 	q.writeData(now, buf, p, true, tx)
 }
 
@@ -451,9 +423,8 @@ func (q *QP) pickRetransmitEV(now mtime.Time, mask uint32) (evset.Slot, bool) {
 func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verbs.Transmit) {
 	e, s := q.ep, &q.tx
 	r := s.rec(p)
-	w, seg := s.segOf(p, r)
-	size := segSize(w, seg, e.cfg.MTU)
-	first, last := seg == 0, seg+1 == w.npkts
+	w := s.wqe(uint64(r.wqe))
+	first, last := r.seg == 0, r.seg+1 == w.npkts
 	var op wire.Opcode
 	switch {
 	case first && last && w.withImm:
@@ -477,7 +448,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 		dscp = e.cfg.DSCP.DataRetx
 	}
 	plane, ev := q.evs.Plane(r.slot), q.evs.Value(r.slot)
-	off := uint64(seg) * uint64(e.cfg.MTU)
+	off := uint64(r.seg) * uint64(e.cfg.MTU)
 	// The headers come from the endpoint's template (wire.DataTemplate),
 	// filled in place, field by field (see setBTH).
 	f := &e.scratch.data
@@ -494,17 +465,17 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	f.Rtx, f.DestQP, f.PSN = rtx, q.remoteQPN, uint32(p)
 	f.METH.MSN, f.METH.RQMSN, f.TxTimestamp = w.msn, w.rqmsn, timestamp(now)
 	f.RETH.VA, f.RETH.RKey, f.RETH.DMALen = w.remoteVA+off, w.rkey, uint32(w.length)
-	f.Imm, f.PayloadLen = wire.ImmDt(w.imm), int(size)
+	f.Imm, f.PayloadLen = wire.ImmDt(w.imm), int(r.size)
 	var payload []byte
 	if w.src != nil {
-		payload = w.src[off : off+uint64(size)]
+		payload = w.src[off : off+uint64(r.size)]
 	}
 	n := len(e.dataTpl.Append(buf[:0], f, payload))
 	kind := verbs.KindData
 	if rtx {
 		kind = verbs.KindRetransmit
 	}
-	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, e.dataTpl.Len(op, int(size)), q.qpn, kind
+	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, e.dataTpl.Len(op, int(r.size)), q.qpn, kind
 	tx.Dst, tx.EV, tx.TrafficClass = f.Dst, f.EV, f.TrafficClass
 }
 
@@ -549,7 +520,7 @@ func (s *sender) requeue(p psn.PSN, dead bool) {
 		r.mayEcho()
 	}
 	s.unlinkLoss(p)
-	s.inflight -= int(s.sizeOf(p, r))
+	s.inflight -= int(r.size)
 	r.state = pktLost
 	s.rtxq.Push(p)
 }

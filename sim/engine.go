@@ -176,9 +176,9 @@ const (
 )
 
 // slots hands out slots of one size by index, from chunks that never
-// move once allocated (the pool recycles them). The chunks hang off a two-level
-// directory allocated as it grows: a partition that never sends holds
-// none, a small run one chunk of 1,024. Other partitions read the slots
+// move once allocated (the pool recycles them). The chunks hang off a
+// two-level directory allocated as it grows: a partition that never
+// sends holds none, a small run one chunk of 1,024. Other partitions read the slots
 // of packets they were handed; a directory entry is written once, before
 // any packet it leads to is handed out, and never moves, so that is safe
 // between barriers.

@@ -9,13 +9,14 @@ import (
 // TestRecordSizes guards the records a large run holds millions of: the
 // packets in flight (about 160 per host on --preset big, nearly all of
 // them data packets, in small slots) and the directed links (32 per
-// host).
+// host: a description and sending and receiving ends; a lossy link's
+// loss is kept apart).
 func TestRecordSizes(t *testing.T) {
 	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 136 || m != 160 {
 		t.Errorf("packet slots take %d and %d bytes, want 136 and 160", n, m)
 	}
-	if n := unsafe.Sizeof(linkInfo{}); n != 32 {
-		t.Errorf("a link's description takes %d bytes, want 32", n)
+	if a, b, c := unsafe.Sizeof(linkInfo{}), unsafe.Sizeof(linkTx{}), unsafe.Sizeof(linkRx{}); a != 32 || b != 24 || c != 24 {
+		t.Errorf("linkInfo, linkTx, linkRx take %d, %d, %d bytes; want 32, 24, 24", a, b, c)
 	}
 }
 

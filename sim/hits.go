@@ -18,8 +18,7 @@ func (s *shard) hit(f int32, h uint32, p *packet, hdr []byte) {
 	case classData:
 		s.failHits[f]++
 		s.failLast[f] = s.now
-		t := s.tag(h)
-		if fl, ok := s.w.qpFlow[qpKey(t.src, t.qpn)]; ok {
+		if fl, ok := s.w.pktConn(h); ok {
 			k := uint64(f)<<32 | uint64(fl)
 			if _, ok := s.qpFirst[k]; !ok {
 				s.qpFirst[k] = s.now
@@ -65,3 +64,11 @@ func trafficClass(pkt []byte) int {
 
 // qpKey names QP qpn of host h, for World.qpFlow.
 func qpKey(h int32, qpn uint32) uint64 { return uint64(uint32(h))<<32 | uint64(qpn) }
+
+// pktConn returns the connection (World.qpFlow's flow) of the QP that
+// sent packet h, a tagged packet.
+func (w *World) pktConn(h uint32) (int32, bool) {
+	t := w.tag(h)
+	conn, ok := w.qpFlow[qpKey(t.src, t.qpn)]
+	return conn, ok
+}

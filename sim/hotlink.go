@@ -30,8 +30,7 @@ func (s *shard) hotEnqueue(port int, h uint32, v vswitch.Verdict) {
 	if !v.Trimmed && v.Drop != vswitch.DropQueueFull && v.Drop != vswitch.DropHeaderFull {
 		return
 	}
-	t := s.tag(h)
-	conn, ok := s.w.qpFlow[qpKey(t.src, t.qpn)]
+	conn, ok := s.w.pktConn(h)
 	if !ok {
 		return
 	}
@@ -48,8 +47,7 @@ func (s *shard) hotEnqueue(port int, h uint32, v vswitch.Verdict) {
 // hotDequeue counts packet h's wait at switch port port against its
 // connection; the caller has checked it waited longer than queuedAt.
 func (s *shard) hotDequeue(port int, h uint32, waited Time) {
-	t := s.tag(h)
-	conn, ok := s.w.qpFlow[qpKey(t.src, t.qpn)]
+	conn, ok := s.w.pktConn(h)
 	if !ok {
 		return
 	}

@@ -304,7 +304,7 @@ func (sm *sampler) take(now Time) {
 		got := float64(w.hosts[fl.Dst].nic.Delivered(fs.dstQP))
 		for p := range w.t.Planes {
 			if h, part := w.arriving(sm.inDL[p][fl.Dst], now); h != nilPkt {
-				if t := w.pools[h>>idxBits].tag(h & idxMask); t.src == int32(fl.Src) && t.qpn == fs.srcQP {
+				if t := w.tag(h); t.src == int32(fl.Src) && t.qpn == fs.srcQP {
 					got += part
 				}
 			}

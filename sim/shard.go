@@ -160,9 +160,9 @@ func (s *shard) pkt(h uint32) (p *packet, hdr []byte) {
 }
 
 // tag returns packet h's tag, wherever its pool is; the run must tag its
-// packets (World.New gives the pools tags when it does).
-func (s *shard) tag(h uint32) *pktTag {
-	return s.w.pools[h>>idxBits].tag(h & idxMask)
+// packets (New gives the pools tags when it does).
+func (w *World) tag(h uint32) *pktTag {
+	return w.pools[h>>idxBits].tag(h & idxMask)
 }
 
 // alloc takes a packet with room for n header bytes from this

@@ -141,10 +141,9 @@ func (s *Switch) dequeueCredit(now mtime.Picos, p int) (Dequeued, bool) {
 	}
 	s.Counters.Sent++
 	s.Counters.SentBytes += uint64(e.wl)
-	if s.pcount != nil {
-		s.pcount[p].sent++
-		s.pcount[p].sentBytes += uint64(e.wl)
-	}
+	c := s.counts(p)
+	c.sent++
+	c.sentBytes += uint64(e.wl)
 	return Dequeued{Handle: e.h, WireLen: int(e.wl), Sojourn: now - e.at, Resume: -1, In: int(e.in), VL: vl}, true
 }
 
@@ -157,9 +156,7 @@ func (s *Switch) FlushCredits(p int, free func(h Handle, in, vl, wireLen int)) {
 		for f.n > 0 {
 			e := f.pop(&s.blocks)
 			s.Counters.Drops[DropLinkDown]++
-			if s.pcount != nil {
-				s.pcount[p].dropped++
-			}
+			s.counts(p).dropped++
 			free(e.h, int(e.in), vl, int(e.wl))
 		}
 	}

@@ -101,6 +101,15 @@ type portCount struct {
 	sent, sentBytes, trimmed, marked, dropped uint64
 }
 
+// counts returns port p's counters to add to: with NoPortCounters, a
+// place nothing reads.
+func (s *Switch) counts(p int) *portCount {
+	if s.pcount == nil {
+		return &s.uncounted
+	}
+	return &s.pcount[p]
+}
+
 // Verdict is what Enqueue did with a packet.
 type Verdict struct {
 	// Drop is DropNone when the packet was queued; otherwise it was
@@ -192,9 +201,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			if wire.MarkCE(pkt) {
 				v.Marked = true
 				s.Counters.Marked++
-				if s.pcount != nil {
-					s.pcount[out].marked++
-				}
+				s.counts(out).marked++
 			}
 		} else if q.ECNK == 0 && q.ECNMax > 0 && (!q.LastHop || q.ECNLastHop) && pt.dataBytes > q.ECNMin && tc&3 != 0 {
 			mark := pt.dataBytes >= q.ECNMax
@@ -205,9 +212,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			if mark && wire.MarkCE(pkt) {
 				v.Marked = true
 				s.Counters.Marked++
-				if s.pcount != nil {
-					s.pcount[out].marked++
-				}
+				s.counts(out).marked++
 			}
 		}
 		switch {
@@ -228,9 +233,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			} else {
 				s.Counters.Trimmed++
 			}
-			if s.pcount != nil {
-				s.pcount[out].trimmed++
-			}
+			s.counts(out).trimmed++
 			prio = true
 		case pt.dataBytes+wireLen > q.Buffer:
 			return s.reject(out, v, DropQueueFull)
@@ -265,9 +268,7 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 func (s *Switch) reject(p int, v Verdict, c DropCause) Verdict {
 	v.Drop = c
 	s.Counters.Drops[c]++
-	if s.pcount != nil {
-		s.pcount[p].dropped++
-	}
+	s.counts(p).dropped++
 	return v
 }
 
@@ -293,10 +294,9 @@ func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 	}
 	s.Counters.Sent++
 	s.Counters.SentBytes += uint64(e.wl)
-	if s.pcount != nil {
-		s.pcount[p].sent++
-		s.pcount[p].sentBytes += uint64(e.wl)
-	}
+	c := s.counts(p)
+	c.sent++
+	c.sentBytes += uint64(e.wl)
 	d = Dequeued{Handle: e.h, WireLen: int(e.wl), Sojourn: now - e.at, Resume: -1}
 	if s.ingress != nil && e.in >= 0 && int(e.in) < len(s.ingress) {
 		in := int(e.in)
@@ -320,9 +320,7 @@ func (s *Switch) Flush(p int, free func(Handle), resume []int) []int {
 			e := r.pop(&s.blocks)
 			free(e.h)
 			s.Counters.Drops[DropLinkDown]++
-			if s.pcount != nil {
-				s.pcount[p].dropped++
-			}
+			s.counts(p).dropped++
 			if s.ingress != nil && e.in >= 0 && int(e.in) < len(s.ingress) {
 				in := int(e.in)
 				s.ingress[in] -= int(e.wl)

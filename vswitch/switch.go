@@ -199,6 +199,7 @@ type Switch struct {
 
 	ports     []port
 	pcount    []portCount // each port's counters; nil with NoPortCounters
+	uncounted portCount   // where counts goes with NoPortCounters, never read
 	blocks    blockPool   // the ports' queues' blocks
 	qcfgs     []QueueConfig
 	ingress   []int     // lossless: bytes queued per ingress port

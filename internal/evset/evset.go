@@ -447,15 +447,24 @@ func (k *skipEnds) at(slot Slot, n int) mtime.Time {
 }
 
 func (k *skipEnds) get(slot Slot, n int) uint32 {
+	if i, ok := k.find(slot, n); ok {
+		return k.end[i]
+	}
+	return 0
+}
+
+// find returns where in end slot's end is kept, if it is, the set
+// having n EVs.
+func (k *skipEnds) find(slot Slot, n int) (int, bool) {
 	if len(k.end) == n {
-		return k.end[slot]
+		return int(slot), true
 	}
 	for i := 0; i < len(k.end); i += 2 {
 		if k.end[i] == uint32(slot) {
-			return k.end[i+1]
+			return i + 1, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // set records that slot, which rests, rests until t (mtime.Never: no
@@ -489,13 +498,8 @@ func (k *skipEnds) set(slot Slot, now, t mtime.Time, evs []entry) {
 // else in the table of every slot's end, which takes over for good.
 func (k *skipEnds) ref(slot Slot, evs []entry) *uint32 {
 	n := len(evs)
-	if len(k.end) == n {
-		return &k.end[slot]
-	}
-	for i := 0; i < len(k.end); i += 2 {
-		if k.end[i] == uint32(slot) {
-			return &k.end[i+1]
-		}
+	if i, ok := k.find(slot, n); ok {
+		return &k.end[i]
 	}
 	if len(k.end) == 2*restListMax {
 		kept := k.end[:0]

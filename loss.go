@@ -226,14 +226,38 @@ func (s *sender) freeSuspect() int {
 	return len(s.suspects) - 1
 }
 
-// suspectDue returns a suspect whose next probe is due at now.
-func (s *sender) suspectDue(now mtime.Time) (int, bool) {
+// suspectDue returns a suspect whose next probe is due at now. A suspect
+// waits while another's probe is out whose answer will likely settle it
+// too (answerAwaited).
+func (s *sender) suspectDue(q *QP, now mtime.Time) (int, bool) {
 	for i := range s.suspects {
-		if sp := &s.suspects[i]; sp.used && !sp.awaiting && sp.at <= now {
+		if sp := &s.suspects[i]; sp.used && !sp.awaiting && sp.at <= now && !s.answerAwaited(q, sp) {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// answerAwaited reports whether suspect sp waits for the answer to
+// another suspect's probe rather than send its own: that probe is out,
+// names a PSN less than a bitmap's width from sp's, so that its answer
+// will likely settle sp too (resolveSuspects), and took a plane sp's own
+// probe might take (avoided). A probe that confirms its own EV (self)
+// asks about a path, where sp asks about a packet; a suspect being
+// confirmed waits for nobody.
+func (s *sender) answerAwaited(q *QP, sp *suspect) bool {
+	if sp.self {
+		return false
+	}
+	avoid := s.avoided(q, sp)
+	for i := range s.suspects {
+		o := &s.suspects[i]
+		if o.used && o.awaiting && !o.self && o != sp && avoid&(1<<o.probePlane) == 0 &&
+			sp.psn.InWindow(o.psn.Add(-(wire.SACKBitmapBits-1)), 2*wire.SACKBitmapBits-1) {
+			return true
+		}
+	}
+	return false
 }
 
 // sendSuspectProbe writes suspect i's probe on EV slot, another EV than
@@ -263,23 +287,38 @@ func (s *sender) suspectProbeEV(q *QP, now mtime.Time, i int, mask uint32) (evse
 	if !q.evs.Usable(^(own | sp.silent)) {
 		sp.silent = 0 // every other plane left one unanswered: go round again
 	}
-	if avoid := own | sp.silent; q.evs.Usable(^avoid) {
-		mask &^= avoid
+	return q.evs.Pick(now, mask&^s.avoided(q, sp), q.ep.rng)
+}
+
+// avoided returns the planes suspect sp's next probe avoids: its own and
+// those where its probes went unanswered, while another has a usable EV.
+func (s *sender) avoided(q *QP, sp *suspect) uint32 {
+	own := uint32(1) << q.evs.Plane(sp.slot)
+	switch {
+	case q.evs.Usable(^(own | sp.silent)):
+		return own | sp.silent
+	case q.evs.Usable(^own):
+		return own
 	}
-	return q.evs.Pick(now, mask, q.ep.rng)
+	return 0
 }
 
 // resolveSuspects applies a SACK to the suspects: one whose held PSN it
 // acknowledges was healthy (only its SACK was lost); one whose PSN a
-// probe's answer names and does not acknowledge lost the packet, on its
-// path unless the answer carries a receive penalty: the responder's last
-// hop was overloaded lately (rcvPenalty), and it is on every path to the
-// peer, so a header it dropped says nothing of the path (as a
-// TRIMMED_LASTHOP NACK that came after the packet left says nothing;
-// docs/spec-gaps.md rows 38 and 43). A suspect being confirmed (self) is
-// healthy once any probe answer comes back over its EV.
+// probe's answer names, or its bitmap covers, and does not acknowledge
+// lost the packet, on its path unless the answer carries a receive
+// penalty: the responder's last hop was overloaded lately (rcvPenalty),
+// and it is on every path to the peer, so a header it dropped says
+// nothing of the path (as a TRIMMED_LASTHOP NACK that came after the
+// packet left says nothing; docs/spec-gaps.md rows 38 and 43). A
+// suspect's loss timer has expired, so any answer arriving now reports
+// the responder's state at least as late as the timer assumed the SACK
+// would: one probe's answer settles every suspect in its bitmap (row
+// 36). A suspect being confirmed (self) is healthy once any probe answer
+// comes back over its EV.
 func (s *sender) resolveSuspects(q *QP, now mtime.Time, sk *wire.SACK) {
 	trig := psn.PSN(sk.CackPSN).Add(int(sk.AckPSNOffset))
+	base := psn.PSN(sk.CackPSN).Add(int(sk.SackOffset))
 	for i := range s.suspects {
 		sp := &s.suspects[i]
 		if !sp.used {
@@ -292,7 +331,7 @@ func (s *sender) resolveSuspects(q *QP, now mtime.Time, sk *wire.SACK) {
 			}
 		case !sp.psn.InWindow(s.una, s.nxt.Sub(s.una)) || s.rec(sp.psn).state == pktAcked:
 			s.release(q, now, i, false, false)
-		case sk.PR && trig == sp.psn:
+		case sk.PR && (trig == sp.psn || sp.psn.InWindow(base, wire.SACKBitmapBits)):
 			s.release(q, now, i, true, sk.CC.RcvCwndPen == 0)
 		}
 	}

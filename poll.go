@@ -35,7 +35,7 @@ func (q *QP) poll(now mtime.Time, free verbs.PortMask, buf []byte, tx *verbs.Tra
 			return pollSent
 		}
 	}
-	if i, ok := q.tx.suspectDue(now); ok && q.state == verbs.StateRTS {
+	if i, ok := q.tx.suspectDue(q, now); ok && q.state == verbs.StateRTS {
 		if slot, ok := q.tx.suspectProbeEV(q, now, i, mask); ok {
 			q.tx.sendSuspectProbe(q, now, i, slot, buf, tx)
 			return pollSent
@@ -78,7 +78,7 @@ func (q *QP) hasWork(now mtime.Time) bool {
 	if q.rx.ctrlPending() || q.evs.ProbeDue(now, up) {
 		return true
 	}
-	if _, ok := q.tx.suspectDue(now); ok && q.state == verbs.StateRTS && q.evs.Usable(up) {
+	if _, ok := q.tx.suspectDue(q, now); ok && q.state == verbs.StateRTS && q.evs.Usable(up) {
 		return true
 	}
 	if q.state != verbs.StateRTS || !q.evs.Usable(up) {

@@ -132,6 +132,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		known := !q.evp.Oblivious && q.evs.State(r.slot, now) == evset.AssumedBad
 		if !congestion && !q.evp.Oblivious && q.evs.PlaneUp(q.evs.Plane(r.slot)) {
 			q.retireLost(now, r.slot, r.sentAt)
+			s.releaseRetired(q, now)
 		}
 		if known {
 			q.ctl().OnGone(now, int(r.size))
@@ -355,6 +356,19 @@ func (s *sender) expireSuspects(q *QP, now mtime.Time) {
 	}
 }
 
+// releaseRetired ends every suspect whose EV a retirement has taken out
+// of service: its held packets went into a path now known dead, and are
+// resent at once, as a timer expiring on such a path resends them
+// (onTimer). Without it they would wait for their own probe's answer,
+// which can only say what the retirement said.
+func (s *sender) releaseRetired(q *QP, now mtime.Time) {
+	for i := range s.suspects {
+		if sp := &s.suspects[i]; sp.used && q.evs.State(sp.slot, now) == evset.AssumedBad {
+			s.release(q, now, i, true, false)
+		}
+	}
+}
+
 // release ends suspect i. A lost packet (lost) shrinks the window once
 // for all its held packets, and, blamed on its path (path), retires the
 // EV as an untrimmed loss does (digest §3.5); otherwise the EV is Good
@@ -375,11 +389,15 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 			}
 		})
 	}
-	if lost && path && !confirm {
+	// The first held packet cuts the window, the others went the same way;
+	// none does when the EV was retired while they were held (a path known
+	// dead since: the retirement took the cut).
+	news := lost && q.evs.State(sp.slot, now) != evset.AssumedBad
+	retire := lost && path && !confirm
+	if retire {
 		q.retireLost(now, sp.slot, s.rec(sp.psn).sentAt)
 	}
 	cwnd := q.ctl().Window()
-	news := lost // the first held packet cuts the window; the others went the same way
 	for p := s.una; p != s.nxt; p = p.Add(1) {
 		r := s.rec(p)
 		if r.state != pktHeld || r.slot != sp.slot {
@@ -397,5 +415,8 @@ func (s *sender) release(q *QP, now mtime.Time, i int, lost, path bool) {
 		}
 	}
 	q.traceCwnd(now, cwnd)
+	if retire {
+		s.releaseRetired(q, now)
+	}
 	q.ep.markReady(q)
 }

@@ -171,3 +171,55 @@ func near(a, b uint32) bool {
 	d := (a - b) & 0xffffff
 	return d < wire.SACKBitmapBits || d > 1<<24-wire.SACKBitmapBits
 }
+
+// TestNoProbeAsksAfterARetiredPath: a packet held while its EV is suspect
+// is resent as soon as a retirement takes that EV out of service (its
+// path, or its whole plane, found dead through another packet), not after
+// its own probe's answer, which can only say the same: no reliability
+// probe ever names a PSN whose latest transmission went into an EV
+// already retired. Planes 1 and 2 each lose paths, and 0.2% of all
+// packets are lost at random, so probes and their answers are lost too,
+// and suspects ask again (without the release, seeds 17 and 56 of these
+// fail).
+func TestNoProbeAsksAfterARetiredPath(t *testing.T) {
+	ev := mrc.EVProfile{ActivePerPlane: 8, BackupPerPlane: 4, PathsPerPlane: 4}
+	var asked, timeouts uint64
+	for seed := range uint64(64) {
+		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 3, Encap: mrc.EncapSRv6, Loss: 0.002}, ev, mrc.RTSAttr{}, 4<<20)
+		sentOn := map[uint32]wire.EV{} // PSN → EV of its latest transmission
+		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
+			if from != testnet.A {
+				return
+			}
+			var p wire.Packet
+			if err := p.Decode(pkt); err != nil {
+				t.Fatal(err)
+			}
+			switch tx.Kind {
+			case verbs.KindData, verbs.KindRetransmit:
+				sentOn[p.BTH.PSN] = tx.EV
+			case verbs.KindProbe:
+				if st, ok := x.qa.EVState(now, tx.EV); !ok || st == verbs.EVAssumedBad {
+					return // a background probe of a retired EV
+				}
+				asked++
+				if st, ok := x.qa.EVState(now, sentOn[p.BTH.PSN]); ok && st == verbs.EVAssumedBad {
+					t.Errorf("seed %d, %v: a probe asks after PSN %d, whose EV %v is already retired", seed, now, p.BTH.PSN, sentOn[p.BTH.PSN])
+				}
+			}
+		}
+		for i := range 3 {
+			x.net.KillPath(testnet.Path{Plane: 1, Index: i})
+		}
+		x.net.KillPath(testnet.Path{Plane: 2, Index: 0})
+		x.postAll(4)
+		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
+			t.Fatalf("seed %d: unfinished", seed)
+		}
+		x.check()
+		timeouts += x.qa.Stats().LossTimeouts
+	}
+	if asked == 0 || timeouts == 0 {
+		t.Fatalf("%d suspect probes, %d loss timeouts: the dead paths were never met and the test shows nothing", asked, timeouts)
+	}
+}

@@ -328,7 +328,11 @@ func (n *NSCC) proportionalIncrease(nrb int, delay time.Duration) {
 	if delay < n.fastIncDelay {
 		n.fiCount += nrb
 		if n.fiCount > int(n.cwnd) || n.increaseMode {
-			n.cwnd = min(n.cwnd+float64(nrb)*n.fiScale, n.maxWnd, n.growthCap(n.cwnd))
+			// Below one packet it may reach one packet at once, more than
+			// growthCap's doubling: its amount does not scale with the
+			// window, and a queue that is empty says the rate the window
+			// was cut to no longer applies.
+			n.cwnd = min(n.cwnd+float64(nrb)*n.fiScale, n.maxWnd, max(n.growthCap(n.cwnd), n.minCwnd))
 			n.increaseMode = true
 			n.stats.FastIncreases++
 			return
@@ -451,7 +455,8 @@ func (n *NSCC) reductionFloor(now mtime.Time, keep float64) float64 {
 
 // growthCap is the most an increase may take a window w to: twice w
 // below one packet (a paced window's increase, computed as at one packet,
-// would otherwise multiply it many times over), no limit above.
+// would otherwise multiply it many times over), no limit above. Fast
+// increase may go further, to one packet (proportionalIncrease).
 func (n *NSCC) growthCap(w float64) float64 {
 	if w < n.minCwnd {
 		return 2 * w

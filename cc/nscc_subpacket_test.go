@@ -85,6 +85,36 @@ func TestNSCCIncreaseBelowOnePacket(t *testing.T) {
 	wantWindow(t, n, 18000)
 }
 
+// TestNSCCFastIncreaseBelowOnePacket: fast increase (UET: ACKs that saw
+// no queue, a window's worth of them, each adding fi_scale × its bytes)
+// takes a window below one packet up to one packet, not only to twice
+// itself: its amount does not scale with the window, and an empty queue
+// says the rate the window was cut to no longer applies. A proportional
+// increase, which saw a queue, still doubles at most.
+func TestNSCCFastIncreaseBelowOnePacket(t *testing.T) {
+	c := subPacketConfig()
+	c.InitialCwndBytes = tMTU
+	c.FastIncreaseDelay = us(1)
+	c.FIScale = 1
+	penalized := func() *NSCC {
+		n := NewNSCC(c, 0)
+		p := ack(us(0), false)
+		p.RcvCwndPen = 96
+		n.OnAck(at(1), p) // 3000 × 32/128
+		wantWindow(t, n, 750)
+		return n
+	}
+	n := penalized()
+	n.OnAck(at(30), ack(0, false)) // 750 + 3000, capped at one packet
+	wantWindow(t, n, tMTU)
+	n.OnAck(at(60), ack(0, false)) // one packet: UET, 3000 + 3000
+	wantWindow(t, n, 2*tMTU)
+
+	n = penalized()
+	n.OnAck(at(30), ack(us(2), false)) // a queue of 2 µs: proportional, at most twice 750
+	wantWindow(t, n, 1500)
+}
+
 // TestNSCCNoEtaWhilePenalized: eta, UET's unconditional increase once per
 // adjust period, is an increase like the others, which a penalty blocks.
 func TestNSCCNoEtaWhilePenalized(t *testing.T) {

@@ -57,6 +57,25 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestStopNoteCutOff: a run stopped at its duration says that a longer
+// run goes further, unless some of its unfinished flows had no path left,
+// which no longer run finishes: then it says how many.
+func TestStopNoteCutOff(t *testing.T) {
+	for _, cut := range []int{0, 2} {
+		r := &Report{}
+		r.Add(&sim.Result{Transport: "mrc", Flows: 10, FlowsCompleted: 7, SimTimeNs: 20_000_000, StoppedBy: sim.StoppedDuration,
+			CapacityRemoved: &sim.CapacityRemoved{FlowsCutOff: cut}}, false)
+		note := r.stopNote()
+		if !strings.HasPrefix(note, "mrc hit the 20 ms duration limit with 3 of 10 flows unfinished") {
+			t.Errorf("cut off %d: note %q", cut, note)
+		}
+		longer, said := strings.Contains(note, "a longer --stop"), strings.Contains(note, "2 of them had no path left")
+		if longer != (cut == 0) || said != (cut > 0) {
+			t.Errorf("cut off %d: note %q", cut, note)
+		}
+	}
+}
+
 // TestCompare checks the verdict's wording against the ratio of two
 // completion times, on both sides of each boundary.
 func TestCompare(t *testing.T) {

@@ -304,8 +304,13 @@ func (r *Report) stopNote() string {
 		left := x.Flows - x.FlowsCompleted - x.FlowsFailed
 		switch x.StoppedBy {
 		case sim.StoppedDuration:
-			fmt.Fprintf(&b, "%s hit the %s duration limit with %s of %s flows unfinished: its numbers cover that time only (a longer --stop or duration runs it further).\n",
+			fmt.Fprintf(&b, "%s hit the %s duration limit with %s of %s flows unfinished: its numbers cover that time only",
 				x.Transport, Duration(x.SimTimeNs), Count(left), Count(x.Flows))
+			if c := x.CapacityRemoved; c != nil && c.FlowsCutOff > 0 {
+				fmt.Fprintf(&b, ". %s of them had no path left: the failures cut their hosts off from each other in every plane, so no longer run finishes them (their QPs give up when their retry budget runs out).\n", Count(c.FlowsCutOff))
+			} else {
+				b.WriteString(" (a longer --stop or duration runs it further).\n")
+			}
 		case sim.StoppedIdle:
 			fmt.Fprintf(&b, "%s stopped at %s with %s of %s flows unfinished and nothing left to simulate (flows waiting for a trigger that never fired).\n",
 				x.Transport, Duration(x.SimTimeNs), Count(left), Count(x.Flows))

@@ -32,6 +32,12 @@ type CapacityRemoved struct {
 	// the worst flow's. Two-tier fabrics only (null otherwise).
 	Flows    *float64 `json:"flows"`
 	FlowsMax *float64 `json:"flows_max"`
+	// FlowsCutOff counts the flows that started but did not finish and
+	// had no usable path left at the window's end: the failures cut
+	// their hosts off from each other, in every plane. No transport can
+	// finish them; a longer run only reaches their QPs' retry budget.
+	// Two-tier fabrics only.
+	FlowsCutOff int `json:"flows_cut_off"`
 	// PerFlow is each flow's share, by flow index (not in the JSON; the
 	// scenario runner compares flows with a run without failures).
 	PerFlow []float64 `json:"-"`
@@ -389,6 +395,12 @@ func (c *capState) result() *CapacityRemoved {
 		}
 		mean /= float64(len(c.share))
 		r.Flows, r.FlowsMax = &mean, &worst
+		c.refresh()
+		for i, sh := range c.share {
+			if fs := &c.w.flows[i]; sh == 1 && fs.start >= 0 && fs.sendDone < 0 && !fs.failed {
+				r.FlowsCutOff++
+			}
+		}
 	}
 	return r
 }

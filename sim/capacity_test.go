@@ -69,6 +69,33 @@ func TestCapacityRemoved(t *testing.T) {
 	near("flows_max", *c.FlowsMax, worst)
 }
 
+// TestFlowsCutOff: host 3 loses plane 0 to its T0's blackhole and plane 1
+// to its link going down, so its two flows have no path left and cannot
+// finish; every other flow, plane 0 gone or not, finishes. The run stops
+// at its duration with exactly those two counted as cut off.
+func TestFlowsCutOff(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 16, Planes: 2, T0Down: 8, T0Up: 4})
+	wl := smallPerm(t, 16, 256<<10)
+	r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 3, StopAt: 2 * time.Millisecond, Failures: []Failure{
+		{Kind: SwitchBlackhole, Element: "t0-p0-0"},
+		{Kind: LinkDown, Element: "h3/p1", At: time.Microsecond}}})
+	cut := 0
+	for _, f := range wl.Flows {
+		if f.Src == 3 || f.Dst == 3 {
+			cut++
+		}
+	}
+	if cut != 2 {
+		t.Fatalf("host 3 has %d flows, want 2", cut)
+	}
+	if r.StoppedBy != StoppedDuration || r.FlowsCompleted != r.Flows-cut {
+		t.Fatalf("stopped by %s with %d of %d flows completed, want all but %d", r.StoppedBy, r.FlowsCompleted, r.Flows, cut)
+	}
+	if c := r.CapacityRemoved; c == nil || c.FlowsCutOff != cut {
+		t.Fatalf("capacity removed %+v, want %d flows cut off", c, cut)
+	}
+}
+
 // A link is down while any failure holds it: a flap on a host link whose
 // T0 is down, and the end of one failure of a link another still holds,
 // leave it down. Before, each failure's end brought the link up, the NIC

@@ -59,7 +59,8 @@ func TestTable(t *testing.T) {
 
 // TestStopNoteCutOff: a run stopped at its duration says that a longer
 // run goes further, unless some of its unfinished flows had no path left,
-// which no longer run finishes: then it says how many.
+// which a longer run finishes only if a failed part comes back: then it
+// says how many.
 func TestStopNoteCutOff(t *testing.T) {
 	for _, cut := range []int{0, 2} {
 		r := &Report{}

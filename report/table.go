@@ -307,7 +307,7 @@ func (r *Report) stopNote() string {
 			fmt.Fprintf(&b, "%s hit the %s duration limit with %s of %s flows unfinished: its numbers cover that time only",
 				x.Transport, Duration(x.SimTimeNs), Count(left), Count(x.Flows))
 			if c := x.CapacityRemoved; c != nil && c.FlowsCutOff > 0 {
-				fmt.Fprintf(&b, ". %s of them had no path left: the failures cut their hosts off from each other in every plane, so no longer run finishes them (their QPs give up when their retry budget runs out).\n", Count(c.FlowsCutOff))
+				fmt.Fprintf(&b, ". %s of them had no path left when it stopped: the failures had cut their hosts off from each other in every plane, and a longer run finishes them only if a failed part comes back.\n", Count(c.FlowsCutOff))
 			} else {
 				b.WriteString(" (a longer --stop or duration runs it further).\n")
 			}

@@ -33,10 +33,10 @@ type CapacityRemoved struct {
 	Flows    *float64 `json:"flows"`
 	FlowsMax *float64 `json:"flows_max"`
 	// FlowsCutOff counts the flows that started but did not finish and
-	// had no usable path left at the window's end: the failures cut
-	// their hosts off from each other, in every plane. No transport can
-	// finish them; a longer run only reaches their QPs' retry budget.
-	// Two-tier fabrics only.
+	// had no usable path left at the window's end: the failures had cut
+	// their hosts off from each other, in every plane. No transport
+	// finishes them unless a failed part comes back. Two-tier fabrics
+	// only.
 	FlowsCutOff int `json:"flows_cut_off"`
 	// PerFlow is each flow's share, by flow index (not in the JSON; the
 	// scenario runner compares flows with a run without failures).

@@ -16,7 +16,7 @@ import (
 // it at once, the requester rests it and holds its timed-out packets while
 // reliability probes on other EVs name psn; the answer says whether psn
 // arrived (docs/spec-gaps.md row 36). One probe is outstanding per suspect
-// at a time.
+// at a time, and one probe's answer may settle several (answerAwaited).
 type suspect struct {
 	slot     evset.Slot
 	psn      psn.PSN

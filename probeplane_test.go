@@ -27,24 +27,16 @@ func TestSuspectProbesTakeALivePlane(t *testing.T) {
 		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 4, Encap: mrc.EncapSRv6}, ev, mrc.RTSAttr{}, 4<<20)
 		sentOn := map[uint32]int{} // PSN → plane of its latest transmission
 		into := 0
-		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
-			if from != testnet.A {
-				return
-			}
-			var p wire.Packet
-			if err := p.Decode(pkt); err != nil {
-				t.Fatal(err)
-			}
+		tapA(t, x, func(now mtime.Time, tx verbs.Transmit, p *wire.Packet) {
 			switch tx.Kind {
 			case verbs.KindData:
 				sentOn[p.BTH.PSN] = tx.Port
 			case verbs.KindProbe:
-				st, ok := x.qa.EVState(now, tx.EV)
-				if ok && st != verbs.EVAssumedBad && tx.Port == dead && sentOn[p.BTH.PSN] == dead {
+				if x.suspectProbe(now, tx) && tx.Port == dead && sentOn[p.BTH.PSN] == dead {
 					into++
 				}
 			}
-		}
+		})
 		for i := range ev.PathsPerPlane {
 			x.net.KillPath(testnet.Path{Plane: dead, Index: i})
 		}
@@ -75,16 +67,9 @@ func TestSuspectAsksAgainWhenItsProbesPortGoesDown(t *testing.T) {
 		downPort := -1
 		var downAt, againAt mtime.Time
 		var asked uint32 // the PSN the first suspect's probe names
-		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
-			if from != testnet.A || tx.Kind != verbs.KindProbe || tx.Port == 0 {
+		tapA(t, x, func(now mtime.Time, tx verbs.Transmit, p *wire.Packet) {
+			if tx.Kind != verbs.KindProbe || !x.suspectProbe(now, tx) || tx.Port == 0 {
 				return
-			}
-			if st, ok := x.qa.EVState(now, tx.EV); !ok || st == verbs.EVAssumedBad {
-				return // a background probe of a retired EV
-			}
-			var p wire.Packet
-			if err := p.Decode(pkt); err != nil {
-				t.Fatal(err)
 			}
 			switch {
 			case downPort < 0:
@@ -92,7 +77,7 @@ func TestSuspectAsksAgainWhenItsProbesPortGoesDown(t *testing.T) {
 			case downAt > 0 && againAt == 0 && p.BTH.PSN == asked:
 				againAt = now
 			}
-		}
+		})
 		x.net.KillPath(testnet.Path{Plane: 0, Index: 1})
 		x.postAll(4)
 		done := func() bool {
@@ -129,16 +114,9 @@ func TestSuspectProbesLeaveAPlaneThatFailsThem(t *testing.T) {
 		probed := -1 // the plane of the first suspect's first probe
 		var asked uint32
 		next := -1 // the plane of its next probe
-		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
-			if from != testnet.A || tx.Kind != verbs.KindProbe {
+		tapA(t, x, func(now mtime.Time, tx verbs.Transmit, p *wire.Packet) {
+			if tx.Kind != verbs.KindProbe || !x.suspectProbe(now, tx) {
 				return
-			}
-			if st, ok := x.qa.EVState(now, tx.EV); !ok || st == verbs.EVAssumedBad {
-				return // a background probe of a retired EV
-			}
-			var p wire.Packet
-			if err := p.Decode(pkt); err != nil {
-				t.Fatal(err)
 			}
 			switch {
 			case probed < 0 && tx.Port != 0:
@@ -149,7 +127,7 @@ func TestSuspectProbesLeaveAPlaneThatFailsThem(t *testing.T) {
 			case probed >= 0 && next < 0 && near(p.BTH.PSN, asked):
 				next = tx.Port
 			}
-		}
+		})
 		x.net.KillPath(testnet.Path{Plane: 0, Index: 1})
 		x.postAll(1)
 		if !x.net.RunUntil(mtime.Time(time.Second), x.finished) {
@@ -163,6 +141,28 @@ func TestSuspectProbesLeaveAPlaneThatFailsThem(t *testing.T) {
 			t.Errorf("seed %d: a suspect's probe went unanswered on plane %d and the next asking near its PSN went there again", seed, probed)
 		}
 	}
+}
+
+// tapA has fn see every packet side A of x sends, decoded.
+func tapA(t *testing.T, x *transfer, fn func(now mtime.Time, tx verbs.Transmit, p *wire.Packet)) {
+	x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
+		if from != testnet.A {
+			return
+		}
+		var p wire.Packet
+		if err := p.Decode(pkt); err != nil {
+			t.Fatal(err)
+		}
+		fn(now, tx, &p)
+	}
+}
+
+// suspectProbe reports whether probe tx, sent by A at now, asks after a
+// held packet: it travels an EV in service, where a background probe of
+// a retired EV travels that EV.
+func (x *transfer) suspectProbe(now mtime.Time, tx verbs.Transmit) bool {
+	st, ok := x.qa.EVState(now, tx.EV)
+	return ok && st != verbs.EVAssumedBad
 }
 
 // near reports whether PSNs a and b are less than a SACK bitmap's width
@@ -187,27 +187,20 @@ func TestNoProbeAsksAfterARetiredPath(t *testing.T) {
 	for seed := range uint64(64) {
 		x := newTransfer(t, testnet.Config{Seed: seed, Planes: 3, Encap: mrc.EncapSRv6, Loss: 0.002}, ev, mrc.RTSAttr{}, 4<<20)
 		sentOn := map[uint32]wire.EV{} // PSN → EV of its latest transmission
-		x.net.Tap = func(now mtime.Time, from testnet.Side, tx verbs.Transmit, pkt []byte) {
-			if from != testnet.A {
-				return
-			}
-			var p wire.Packet
-			if err := p.Decode(pkt); err != nil {
-				t.Fatal(err)
-			}
+		tapA(t, x, func(now mtime.Time, tx verbs.Transmit, p *wire.Packet) {
 			switch tx.Kind {
 			case verbs.KindData, verbs.KindRetransmit:
 				sentOn[p.BTH.PSN] = tx.EV
 			case verbs.KindProbe:
-				if st, ok := x.qa.EVState(now, tx.EV); !ok || st == verbs.EVAssumedBad {
-					return // a background probe of a retired EV
+				if !x.suspectProbe(now, tx) {
+					return
 				}
 				asked++
 				if st, ok := x.qa.EVState(now, sentOn[p.BTH.PSN]); ok && st == verbs.EVAssumedBad {
 					t.Errorf("seed %d, %v: a probe asks after PSN %d, whose EV %v is already retired", seed, now, p.BTH.PSN, sentOn[p.BTH.PSN])
 				}
 			}
-		}
+		})
 		for i := range 3 {
 			x.net.KillPath(testnet.Path{Plane: 1, Index: i})
 		}

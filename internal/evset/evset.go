@@ -323,7 +323,7 @@ func (s *Set) Plane(slot Slot) int { return int(s.evs[slot].plane) }
 // State returns the state of the EV in slot at time now.
 func (s *Set) State(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil.at(slot, len(s.evs)) {
+	if e.state == Skip && now >= s.restEnd(slot) {
 		return Good
 	}
 	return e.state
@@ -411,8 +411,16 @@ func (s *Set) restore(slot Slot) {
 // rest puts the EV in slot in Skip from now until the given time.
 func (s *Set) rest(slot Slot, now, until mtime.Time) {
 	s.evs[slot].state = Skip
-	s.skipUntil.set(slot, now, until, s.evs)
+	s.restUntil(slot, now, until)
 }
+
+// restEnd returns when the rest of the EV in slot, which rests (Skip),
+// ends: mtime.Never for a rest with no end.
+func (s *Set) restEnd(slot Slot) mtime.Time { return s.skipUntil.at(slot, len(s.evs)) }
+
+// restUntil makes the rest of the EV in slot, which rests, end at t
+// (mtime.Never: no end); now is when.
+func (s *Set) restUntil(slot Slot, now, t mtime.Time) { s.skipUntil.set(slot, now, t, s.evs) }
 
 // skipEnds holds when each resting (Skip) slot's rest ends, in
 // nanoseconds after base (forever: no end): 4 bytes where a time takes
@@ -604,7 +612,7 @@ func wrap(i, n int) int {
 // settle ends an expired Skip and returns the EV's state.
 func (s *Set) settle(slot Slot, now mtime.Time) State {
 	e := &s.evs[slot]
-	if e.state == Skip && now >= s.skipUntil.at(slot, len(s.evs)) {
+	if e.state == Skip && now >= s.restEnd(slot) {
 		e.state = Good
 		s.notify(slot, Skip, Good, ReasonSkipEnded, -1)
 	}
@@ -621,7 +629,7 @@ func (s *Set) OnSkip(now mtime.Time, slot Slot, why Reason) {
 		s.rest(slot, now, now.Add(s.cfg.Skip))
 		s.notify(slot, Good, Skip, why, -1)
 	case Skip:
-		s.skipUntil.set(slot, now, max(s.skipUntil.at(slot, len(s.evs)), now.Add(s.cfg.Skip)), s.evs) // a suspect rests on
+		s.restUntil(slot, now, max(s.restEnd(slot), now.Add(s.cfg.Skip))) // a suspect rests on
 	}
 }
 
@@ -636,7 +644,7 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 		s.notify(slot, Good, Skip, ReasonSuspect, -1)
 		return true
 	case Skip:
-		s.skipUntil.set(slot, now, mtime.Never, s.evs)
+		s.restUntil(slot, now, mtime.Never)
 		return true
 	}
 	return false
@@ -645,9 +653,9 @@ func (s *Set) Suspect(now mtime.Time, slot Slot) bool {
 // Unsuspect ends the rest Suspect (or Doubt) began: the EV is Good
 // again, and no longer doubted.
 func (s *Set) Unsuspect(now mtime.Time, slot Slot) {
-	if s.evs[slot].state == Skip && s.skipUntil.at(slot, len(s.evs)) == mtime.Never {
+	if s.evs[slot].state == Skip && s.restEnd(slot) == mtime.Never {
 		s.removeDoubt(now, slot)
-		s.skipUntil.set(slot, now, now, s.evs)
+		s.restUntil(slot, now, now)
 		s.settle(slot, now)
 	}
 }
@@ -666,7 +674,7 @@ func (s *Set) Doubt(now mtime.Time, slots []Slot) int {
 	for _, slot := range slots {
 		from := s.settle(slot, now)
 		if from != Good && from != Skip || s.doubtIndex(slot) >= 0 ||
-			from == Skip && s.skipUntil.at(slot, len(s.evs)) == mtime.Never { // a suspect: its own probe asks
+			from == Skip && s.restEnd(slot) == mtime.Never { // a suspect: its own probe asks
 			continue
 		}
 		s.rest(slot, now, mtime.Never)
@@ -850,13 +858,13 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 	if i := s.doubtIndex(slot); i >= 0 {
 		var group [16]Slot
 		for _, sl := range s.takeDoubts(s.doubts[i].lead, group[:0]) {
-			if s.evs[sl].state != Skip || s.skipUntil.at(sl, len(s.evs)) != mtime.Never {
+			if s.evs[sl].state != Skip || s.restEnd(sl) != mtime.Never {
 				continue // a suspect ended the rest already
 			}
 			to := Good
 			if ecn {
 				to = Skip
-				s.skipUntil.set(sl, now, now.Add(s.cfg.Skip), s.evs)
+				s.restUntil(sl, now, now.Add(s.cfg.Skip))
 			}
 			s.evs[sl].state = to
 			s.notify(sl, Skip, to, ReasonProbes, -1)

@@ -139,11 +139,7 @@ func (s *Switch) dequeueCredit(now mtime.Picos, p int) (Dequeued, bool) {
 			s.credit[p].starved = false
 		}
 	}
-	s.Counters.Sent++
-	s.Counters.SentBytes += uint64(e.wl)
-	c := s.counts(p)
-	c.sent++
-	c.sentBytes += uint64(e.wl)
+	s.countSent(p, e.wl)
 	return Dequeued{Handle: e.h, WireLen: int(e.wl), Sojourn: now - e.at, Resume: -1, In: int(e.in), VL: vl}, true
 }
 
@@ -155,8 +151,7 @@ func (s *Switch) FlushCredits(p int, free func(h Handle, in, vl, wireLen int)) {
 	for vl, f := range [NumVLs]*fifo{VLData: &pt.data, VLControl: &pt.hdr} {
 		for f.n > 0 {
 			e := f.pop(&s.blocks)
-			s.Counters.Drops[DropLinkDown]++
-			s.counts(p).dropped++
+			s.countDrop(p, DropLinkDown)
 			free(e.h, int(e.in), vl, int(e.wl))
 		}
 	}

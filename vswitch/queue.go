@@ -267,9 +267,23 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 
 func (s *Switch) reject(p int, v Verdict, c DropCause) Verdict {
 	v.Drop = c
+	s.countDrop(p, c)
+	return v
+}
+
+// countDrop counts a packet of port p's dropped for cause c.
+func (s *Switch) countDrop(p int, c DropCause) {
 	s.Counters.Drops[c]++
 	s.counts(p).dropped++
-	return v
+}
+
+// countSent counts a packet of wl wire bytes port p sent.
+func (s *Switch) countSent(p int, wl uint32) {
+	s.Counters.Sent++
+	s.Counters.SentBytes += uint64(wl)
+	c := s.counts(p)
+	c.sent++
+	c.sentBytes += uint64(wl)
 }
 
 // Dequeue takes the next packet to send from port p at now: the header
@@ -292,11 +306,7 @@ func (s *Switch) Dequeue(now mtime.Picos, p int) (d Dequeued, ok bool) {
 	default:
 		return Dequeued{Resume: -1}, false
 	}
-	s.Counters.Sent++
-	s.Counters.SentBytes += uint64(e.wl)
-	c := s.counts(p)
-	c.sent++
-	c.sentBytes += uint64(e.wl)
+	s.countSent(p, e.wl)
 	d = Dequeued{Handle: e.h, WireLen: int(e.wl), Sojourn: now - e.at, Resume: -1}
 	if s.ingress != nil && e.in >= 0 && int(e.in) < len(s.ingress) {
 		in := int(e.in)
@@ -319,8 +329,7 @@ func (s *Switch) Flush(p int, free func(Handle), resume []int) []int {
 		for r.n > 0 {
 			e := r.pop(&s.blocks)
 			free(e.h)
-			s.Counters.Drops[DropLinkDown]++
-			s.counts(p).dropped++
+			s.countDrop(p, DropLinkDown)
 			if s.ingress != nil && e.in >= 0 && int(e.in) < len(s.ingress) {
 				in := int(e.in)
 				s.ingress[in] -= int(e.wl)

@@ -82,9 +82,11 @@ type NSCCConfig struct {
 	// trimmed on every round trip (docs/nscc.md, "Windows below one
 	// packet"). The floor bounds that spacing to MinCwndBytes /
 	// MinPacedCwndBytes round trips. Default MinCwndBytes/16 [ours]: 16
-	// round trips; with 1.5 BDP of last-hop queue it leaves room for 16 ×
-	// 2.5 BDP/MTU senders (1,440 at 100 Gb/s × 12 µs) before the floor
-	// binds. Negative: no window below MinCwndBytes, UET's floor.
+	// round trips. A sender at the floor offers MinPacedCwndBytes per base
+	// RTT, so the floor binds beyond BDP/MinPacedCwndBytes senders into
+	// one port (586 at 100 Gb/s × 12 µs with a 4 KiB MTU), and their
+	// surplus is trimmed. Negative: no window below MinCwndBytes, UET's
+	// floor.
 	MinPacedCwndBytes int
 
 	// Gamma is gamma, the gain of multiplicative decrease: cwnd *= 1 −

@@ -234,6 +234,12 @@ func FuzzHandleDatagramRealMemory(f *testing.F) {
 	for _, p := range pkts {
 		f.Add(p, uint8(0), uint16(0))
 		f.Add(p, uint8(1), uint16(100))
+		if len(p) > spectrumCut {
+			// Cut as a fixed-size trim leaves it (spec-gaps.md #22).
+			c := append([]byte(nil), p[:spectrumCut]...)
+			wire.SetOuterDSCP(c, wire.DefaultDSCP.TrimmedLastHop)
+			f.Add(c, uint8(0), uint16(0))
+		}
 	}
 	x := newTransfer(f, testnet.Config{Seed: 3, Planes: 2, MTU: 1024}, mrc.EVProfile{}, mrc.RTSAttr{}, 8192)
 	epB := x.net.Endpoint(testnet.B)

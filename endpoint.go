@@ -264,18 +264,20 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		e.drop(now, &e.stats, 0, verbs.DropNotMRC)
 		return
 	}
-	if phantom && wireLen != p.Len() {
+	if phantom && wireLen > p.Len() {
 		e.drop(now, &e.stats, 0, verbs.DropMalformed)
 		return
 	}
-	cut := !phantom && p.PayloadLen > len(p.Payload)
+	cut := wireLen < p.Len()
 	if cut {
-		// The datagram ends before its length fields say. A switch that
-		// trims by cutting the frame to a fixed size and leaves lengths
-		// and checksums as they were (NVIDIA Spectrum, SONiC's
-		// switch-trimming) leaves this, with a trimmed DSCP: a data packet
-		// so marked whose MRC headers survived whole is a trimmed header
-		// (docs/spec-gaps.md row 22). Anything else was truncated or forged.
+		// The datagram ends before its length fields say (a phantom's
+		// wire length counts). A switch that trims by cutting the frame
+		// to a fixed size and leaves lengths and checksums as they were
+		// (NVIDIA Spectrum, SONiC's switch-trimming; vswitch
+		// QueueConfig.TrimTo) leaves this, with a trimmed DSCP: a data
+		// packet so marked whose MRC headers survived whole is a trimmed
+		// header (docs/spec-gaps.md row 22). Anything else was truncated
+		// or forged.
 		if !p.BTH.Opcode.IsData() || !e.trimDSCP(dscpOf(p)) {
 			e.drop(now, &e.stats, 0, verbs.DropMalformed)
 			return

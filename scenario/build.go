@@ -932,7 +932,7 @@ func (s *Scenario) simConfig() (sim.Config, error) {
 		v   Size
 		dst *int
 	}{{"buffer", q.Buffer, &c.Queue.Buffer}, {"header_buffer", q.HeaderBuffer, &c.Queue.HeaderBuffer}, {"trim_at", q.TrimAt, &c.Queue.TrimAt},
-		{"last_hop_trim_at", q.LastHopTrimAt, &c.Queue.LastHopTrimAt}, {"ecn_min", q.ECNMin, &c.Queue.ECNMin}, {"ecn_max", q.ECNMax, &c.Queue.ECNMax}, {"ecn_k", q.ECNK, &c.Queue.ECNK},
+		{"last_hop_trim_at", q.LastHopTrimAt, &c.Queue.LastHopTrimAt}, {"trim_to", q.TrimTo, &c.Queue.TrimTo}, {"ecn_min", q.ECNMin, &c.Queue.ECNMin}, {"ecn_max", q.ECNMax, &c.Queue.ECNMax}, {"ecn_k", q.ECNK, &c.Queue.ECNK},
 		{"pfc_xoff", q.PFCXoff, &c.Queue.PFCXoff}, {"pfc_xon", q.PFCXon, &c.Queue.PFCXon}} {
 		if *f.dst, err = big(f.key, f.v); err != nil {
 			return c, err

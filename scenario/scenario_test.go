@@ -520,3 +520,20 @@ func TestMPTCPParams(t *testing.T) {
 		t.Errorf("mptcp: %+v, MPTCP %+v", def, c)
 	}
 }
+
+// TestTrimTo: queues.trim_to reaches every run's queue configuration.
+func TestTrimTo(t *testing.T) {
+	s, err := parse(t, small+"queues: {trim_to: 238B}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Build(Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Runs {
+		if r.Queue.TrimTo != 238 {
+			t.Errorf("%s: trim to %d bytes, want 238", r.Transport.Name, r.Queue.TrimTo)
+		}
+	}
+}

@@ -272,6 +272,7 @@ type Queues struct {
 	HeaderBuffer  Size `yaml:"header_buffer"`
 	TrimAt        Size `yaml:"trim_at"`
 	LastHopTrimAt Size `yaml:"last_hop_trim_at"`
+	TrimTo        Size `yaml:"trim_to"`
 	ECNMin        Size `yaml:"ecn_min"`
 	ECNMax        Size `yaml:"ecn_max"`
 	ECNK          Size `yaml:"ecn_k"`

@@ -121,6 +121,12 @@ type QueueSpec struct {
 
 	PFCXoff int // lossless: pause an ingress above this (default Buffer/4)
 	PFCXon  int // resume below this (default PFCXoff/2)
+
+	// TrimTo > 0 trims by cutting the datagram to TrimTo bytes, lengths
+	// and checksums left stale, as NVIDIA Spectrum does (a 256-byte frame
+	// is a 238-byte datagram; vswitch.QueueConfig.TrimTo). 0: after the
+	// MRC headers, lengths fixed.
+	TrimTo int
 }
 
 // FailureKind names what a Failure does.
@@ -216,7 +222,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sim: config: local_repair %v is longer than reconvergence %v: a switch learns of its own links first", c.LocalRepair, c.Reconvergence)
 	}
 	q := c.Queue
-	if q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0 || q.LastHopTrimAt < 0 || q.ECNMin < 0 || q.ECNMax < 0 || q.ECNK < 0 {
+	if q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0 || q.LastHopTrimAt < 0 || q.TrimTo < 0 || q.ECNMin < 0 || q.ECNMax < 0 || q.ECNK < 0 {
 		return fmt.Errorf("sim: config: negative queue size")
 	}
 	if q.ECNMax > 0 && q.ECNMin > q.ECNMax {

@@ -419,7 +419,7 @@ func (w *World) queueConfigs() [2]vswitch.QueueConfig {
 	def(&q.PFCXoff, q.Buffer/4)
 	def(&q.PFCXon, q.PFCXoff/2)
 	fab := vswitch.QueueConfig{
-		Buffer: q.Buffer, HeaderBuffer: q.HeaderBuffer, Trim: c.Transport.Trim, TrimAt: q.TrimAt,
+		Buffer: q.Buffer, HeaderBuffer: q.HeaderBuffer, Trim: c.Transport.Trim, TrimAt: q.TrimAt, TrimTo: q.TrimTo,
 		ECNMin: q.ECNMin, ECNMax: q.ECNMax, Lossless: c.Transport.Lossless, PFCXoff: q.PFCXoff, PFCXon: q.PFCXon,
 	}
 	if c.Transport.ECNK {

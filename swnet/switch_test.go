@@ -277,7 +277,7 @@ func TestParseTableErrors(t *testing.T) {
 port a rate 2.5G delay 10us lasthop
 port b
 queue buffer 512KiB trim-at 64KiB ecn 16KiB 48KiB
-queue port b buffer 1MiB ecn-k 30KiB
+queue port b buffer 1MiB ecn-k 30KiB trim-to 238B
 route 2001:db8::/32 a b
 default 1
 `), "t")
@@ -286,6 +286,7 @@ default 1
 	}
 	if tb.Ports[0].Rate != 2_500_000_000 || tb.Ports[0].Delay != 10*time.Microsecond || !tb.Ports[0].Queue.LastHop ||
 		tb.Ports[1].Queue.Buffer != 1<<20 || !tb.Ports[1].Queue.Trim || tb.Ports[1].Queue.ECNK != 30<<10 || tb.Ports[0].Queue.ECNK != 0 || tb.Switch.Queue.TrimAt != 64<<10 ||
+		tb.Ports[1].Queue.TrimTo != 238 || tb.Ports[0].Queue.TrimTo != 0 ||
 		len(tb.Routes) != 1 || len(tb.Routes[0].Ports) != 2 || len(tb.Default) != 1 || tb.Default[0] != 1 {
 		t.Errorf("table %+v", tb)
 	}

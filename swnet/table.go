@@ -384,11 +384,11 @@ func parsePort(args []string) (pc PortConfig, lastHop bool, err error) {
 
 // parseQueue applies queue options to q:
 //
-//	buffer N  header N  trim-at N  ecn MIN MAX  ecn-k K  trim  no-trim
+//	buffer N  header N  trim-at N  trim-to N  ecn MIN MAX  ecn-k K  trim  no-trim
 //	lasthop  ecn-lasthop  lossless  xoff N  xon N
 //
 // Sizes are bytes, in the grammar of package units (2MiB, 512KiB, 64kB).
-// Naming trim-at turns trimming on.
+// Naming trim-at or trim-to turns trimming on.
 func parseQueue(q *vswitch.QueueConfig, args []string) error {
 	for i := 0; i < len(args); i++ {
 		key := args[i]
@@ -414,6 +414,9 @@ func parseQueue(q *vswitch.QueueConfig, args []string) error {
 			q.HeaderBuffer, err = size()
 		case "trim-at":
 			q.TrimAt, err = size()
+			q.Trim = true
+		case "trim-to":
+			q.TrimTo, err = size()
 			q.Trim = true
 		case "trim":
 			q.Trim = true

@@ -45,7 +45,9 @@
 // TrimmedLastHop) go to the header queue. A data packet that finds more
 // than TrimAt bytes queued is trimmed to its headers (wire.Trim) with the
 // DSCP Trimmed, or TrimmedLastHop on a port marked LastHop, and joins the
-// header queue; a packet that cannot be trimmed, a packet with DSCP NoTrim
+// header queue (with TrimTo, cut to TrimTo bytes instead, lengths and
+// checksums left stale and only the outermost DSCP rewritten, as
+// fixed-size trimming switches do); a packet that cannot be trimmed, a packet with DSCP NoTrim
 // (DSCP_NO_TRIM, traffic that must never be trimmed), or any packet when
 // trimming is off, is tail-dropped beyond Buffer bytes. ECN marks are set
 // at enqueue with a probability rising linearly from 0 at ECNMin queued

@@ -222,12 +222,21 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 			if q.LastHop {
 				dscpT = d.TrimmedLastHop
 			}
-			t, err := wire.Trim(pkt, dscpT)
-			if err != nil {
-				// Not a data packet (a probe, say): drop it.
-				return s.reject(out, v, DropQueueFull)
+			if q.TrimTo > 0 {
+				if wireLen <= q.TrimTo {
+					// Nothing to cut (a probe, say): drop it, as below.
+					return s.reject(out, v, DropQueueFull)
+				}
+				wire.SetOuterDSCP(pkt, dscpT)
+				v.Trimmed, v.Len, v.WireLen = true, min(len(pkt), q.TrimTo), q.TrimTo
+			} else {
+				t, err := wire.Trim(pkt, dscpT)
+				if err != nil {
+					// Not a data packet (a probe, say): drop it.
+					return s.reject(out, v, DropQueueFull)
+				}
+				v.Trimmed, v.Len, v.WireLen = true, len(t), len(t)
 			}
-			v.Trimmed, v.Len, v.WireLen = true, len(t), len(t)
 			if q.LastHop {
 				s.Counters.TrimmedLastHop++
 			} else {

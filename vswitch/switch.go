@@ -111,6 +111,14 @@ type QueueConfig struct {
 	Trim bool
 	// TrimAt is the trim threshold (default Buffer).
 	TrimAt int
+	// TrimTo, if above 0, trims by cutting the datagram to TrimTo bytes
+	// and rewriting only the outermost DSCP, the lengths and checksums
+	// left as they were: a fixed-size trim, as NVIDIA Spectrum's (a
+	// 256-byte frame is a 238-byte IPv6 datagram); a packet no longer
+	// has nothing to cut and is dropped, as one wire.Trim cannot trim.
+	// 0: wire.Trim, which cuts after the MRC headers and fixes lengths and
+	// checksum.
+	TrimTo int
 	// ECNMin and ECNMax are the RED-style marking thresholds: packets
 	// arriving to more than ECNMin queued bytes are CE-marked with a
 	// probability rising linearly to 1 at ECNMax. ECNMax 0 turns marking
@@ -168,7 +176,7 @@ func (q QueueConfig) withDefaults() QueueConfig {
 
 func (q QueueConfig) validate() error {
 	switch {
-	case q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0:
+	case q.Buffer < 0 || q.HeaderBuffer < 0 || q.TrimAt < 0 || q.TrimTo < 0:
 		return fmt.Errorf("negative buffer size")
 	case q.ECNMin < 0 || q.ECNMax < 0 || q.ECNK < 0 || q.ECNMax > 0 && q.ECNMin > q.ECNMax:
 		return fmt.Errorf("ECN thresholds min %d max %d", q.ECNMin, q.ECNMax)

@@ -686,3 +686,49 @@ func TestPortSize(t *testing.T) {
 		t.Fatalf("a port takes %d bytes, want 64", n)
 	}
 }
+
+// TestTrimTo: with QueueConfig.TrimTo a trim cuts the datagram to that
+// many bytes and rewrites the outermost DSCP only, leaving the lengths
+// as they were, as a fixed-size trimming switch (NVIDIA Spectrum) does;
+// the receiver takes it as a trimmed header by its DSCP
+// (docs/spec-gaps.md row 22). A packet no longer than that is dropped.
+func TestTrimTo(t *testing.T) {
+	const cut = 238 // a 256-byte frame
+	for _, lastHop := range []bool{false, true} {
+		for _, encap := range []bool{false, true} {
+			s := newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 100_000, TrimAt: 3 * 4300, Trim: true, TrimTo: cut, LastHop: lastHop}})
+			var v Verdict
+			var pkt []byte
+			var wl int
+			for i := range 4 {
+				pkt, wl = dataPacket(t, encap, usid(1), 0, wire.DefaultDSCP.Data)
+				v = s.Enqueue(mtime.Picos(i), 1, 0, Handle(i), pkt, wl)
+			}
+			// dataPacket's are phantoms: headers only, wl on the wire.
+			if !v.Trimmed || v.Len != min(len(pkt), cut) || v.WireLen != cut {
+				t.Fatalf("lastHop %v encap %v: the fourth packet %+v, want trimmed to %d bytes", lastHop, encap, v, cut)
+			}
+			want := wire.DefaultDSCP.Trimmed
+			if lastHop {
+				want = wire.DefaultDSCP.TrimmedLastHop
+			}
+			var p wire.Packet
+			if err := p.Decode(pkt[:v.Len]); err != nil {
+				t.Fatalf("lastHop %v encap %v: the cut packet does not decode: %v", lastHop, encap, err)
+			}
+			if got := wire.OuterTrafficClass(pkt) >> 2; got != want || p.Trimmed || p.Len() != wl {
+				t.Errorf("lastHop %v encap %v: outer DSCP %d (want %d), decodes as trimmed %v, length fields %d (want %d, as before the cut)",
+					lastHop, encap, got, want, p.Trimmed, p.Len(), wl)
+			}
+			if encap && p.IP.DSCP() != wire.DefaultDSCP.Data {
+				t.Errorf("lastHop %v: the inner DSCP became %d: a fixed-size trim rewrites the outer header only", lastHop, p.IP.DSCP())
+			}
+			// A packet no longer than TrimTo has nothing to cut: dropped.
+			s = newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 100_000, TrimAt: 100, Trim: true, TrimTo: cut, LastHop: lastHop}})
+			small, _ := dataPacket(t, encap, usid(1), 0, wire.DefaultDSCP.Data)
+			if v := s.Enqueue(10, 1, 0, 9, small, cut); v.Drop != DropQueueFull {
+				t.Errorf("lastHop %v encap %v: a %d-byte packet past the threshold: %+v, want dropped", lastHop, encap, cut, v)
+			}
+		}
+	}
+}

@@ -36,6 +36,11 @@ type Frame struct {
 	// Trimmed says a switch cut the packet to its headers: the UDP
 	// length ends right after the last MRC header.
 	Trimmed bool `json:"trimmed,omitempty"`
+	// CutTo is set when a switch trimmed the packet by cutting the frame
+	// to this many bytes and left its lengths as they were (a fixed-size
+	// trim, told by a trimmed DSCP on the outermost header); Trimmed is
+	// set too.
+	CutTo int `json:"cut_to,omitempty"`
 
 	Link  *Link     `json:"link,omitempty"`
 	IP    []*IP     `json:"ip,omitempty"` // outermost first

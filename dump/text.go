@@ -260,7 +260,10 @@ func WriteText(w io.Writer, f *Frame, brief bool) error {
 		}
 		line("payload", "%s", s)
 	}
-	if f.Trimmed {
+	switch {
+	case f.CutTo > 0:
+		line("trimmed", "cut to a %d-byte frame by a switch, lengths and checksums left as they were", f.CutTo)
+	case f.Trimmed:
 		line("trimmed", "payload, pad and ICRC removed by a switch")
 	}
 	if f.ICRC != nil {

@@ -607,7 +607,7 @@ func TestWiresharkDissector(t *testing.T) {
 // TestWiresharkDissectorEdgeCases runs tshark with the dissector on
 // dump/testdata/edge.pcapng: well-formed packets must decode as mrc dump
 // decodes them, damaged ones must be flagged malformed, packets cut on
-// purpose (snap length, phantom payload) must not, and RoCE opcodes that
+// purpose (snap length, phantom payload, a fixed-size trim) must not, and RoCE opcodes that
 // are not MRC's must go to Wireshark's own InfiniBand dissector.
 func TestWiresharkDissectorEdgeCases(t *testing.T) {
 	path := filepath.Join("..", "..", "dump", "testdata", "edge.pcapng")
@@ -633,6 +633,11 @@ func TestWiresharkDissectorEdgeCases(t *testing.T) {
 		{"write_only_imm", "mrc.payload_len", "13"},
 		{"srh_inline_usid_rtx", "mrc.bth.rtx", "1"},
 		{"encapsulated_trimmed", "mrc.trimmed", "1"},
+		{"encapsulated_cut", "mrc.trimmed", "1"},
+		{"encapsulated_cut", "mrc.payload_len", "4096"},
+		{"encapsulated_cut", "mrc.malformed", ""},
+		{"encapsulated_truncated", "mrc.trimmed", ""},
+		{"encapsulated_truncated", "mrc.malformed", "1"},
 		{"phantom", "mrc.payload_len", "4096"},
 		{"phantom", "mrc.not_captured", "1"},
 		{"phantom", "mrc.malformed", ""},

@@ -250,6 +250,8 @@ mrc.experts = { ef.malformed, ef.unknown_opcode, ef.trimmed, ef.not_captured, ef
 local udp_srcport = Field.new("udp.srcport")
 local ipv6_flow = Field.new("ipv6.flow")
 local ipv6_ecn = Field.new("ipv6.tclass.ecn")
+local ipv6_dscp = Field.new("ipv6.tclass.dscp")
+local udp_length = Field.new("udp.length")
 local frame_len = Field.new("frame.len")
 local frame_cap_len = Field.new("frame.cap_len")
 
@@ -275,6 +277,21 @@ local function outer_ecn()
     local all = { ipv6_ecn() }
     if #all == 0 then return nil end
     return all[1].value
+end
+
+-- declared returns the UDP payload length the (innermost) UDP header
+-- declares, or nil.
+local function declared()
+    local u = { udp_length() }
+    if #u == 0 then return nil end
+    return u[#u].value - 8
+end
+
+-- trim_dscp reports an outermost DSCP a switch writes on what it trims
+-- (the default codepoints, 48 and 49).
+local function trim_dscp()
+    local d = { ipv6_dscp() }
+    return #d > 0 and (d[1].value == 48 or d[1].value == 49)
 end
 
 local function add_ev(tree, tvb_range, ev, f_ev, f_plane, f_path, label)
@@ -610,8 +627,23 @@ function mrc.dissector(tvb, pinfo, tree)
     if ecn == 3 then info[#info + 1] = "CE" end
 
     -- What follows the headers: payload, pad and ICRC, or nothing (trimmed).
+    -- A frame that ends before the UDP length says is a fixed-size trim
+    -- when it is data a switch marked trimmed (docs/spec-gaps.md row 22),
+    -- and truncated otherwise.
     local rem = reported - hlen
-    if rem == 0 then
+    local d = declared()
+    local missing = d ~= nil and d - reported or 0
+    if missing > 0 and is_data(op) and trim_dscp() then
+        local plen = d - hlen - pad - ICRC_LEN
+        t:add(f.trimmed, true):set_generated()
+        t:add_proto_expert_info(ef.trimmed, "Trimmed by a switch: cut to a fixed size, lengths left as they were")
+        info[#info + 1] = "TRIMMED"
+        t:add(f.payload_len, plen):set_generated()
+        info[#info + 1] = "len " .. plen
+        if snapped() then info[#info + 1] = "(payload not captured)" end
+    elseif missing > 0 then
+        malformed(info, t, string.format("truncated datagram: %d bytes the length fields declare are missing", missing))
+    elseif rem == 0 then
         if is_data(op) then
             t:add(f.trimmed, true):set_generated()
             t:add_proto_expert_info(ef.trimmed)

@@ -16,6 +16,9 @@ func TestFilter(t *testing.T) {
 	p.BTH.Rtx = true
 	rtx = wire.AppendPacket(nil, &p, make([]byte, 64))
 	trimmed, _ := wire.Trim(datagram(t, 64, 64), 48)
+	cut := datagram(t, 64, 64) // a fixed-size trim: cut, lengths stale, DSCP 49
+	cut = cut[:len(cut)-40]
+	wire.SetOuterDSCP(cut, 49)
 	_ = p.Decode(datagram(t, 64, 64))
 	p.BTH.Opcode = wire.OpNACK
 	p.BTH.DestQP = 0x34
@@ -36,6 +39,8 @@ func TestFilter(t *testing.T) {
 		{"op=rtx", rtx, true},
 		{"op=trimmed", trimmed, true},
 		{"op=data,rtx", trimmed, false},
+		{"op=trimmed", cut, true},
+		{"op=data", cut, false},
 		{"op=nack,sack", nack, true},
 		{"qpn=0x12", data, true},
 		{"qpn=0x12", nack, false},

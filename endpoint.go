@@ -278,7 +278,7 @@ func (e *Endpoint) HandleDatagram(now mtime.Time, port int, pkt []byte, wireLen 
 		// packet so marked whose MRC headers survived whole is a trimmed
 		// header (docs/spec-gaps.md row 22). Anything else was truncated
 		// or forged.
-		if !p.BTH.Opcode.IsData() || !e.trimDSCP(dscpOf(p)) {
+		if !p.BTH.Opcode.IsData() || !e.cfg.DSCP.IsTrim(p.OuterDSCP()) {
 			e.drop(now, &e.stats, 0, verbs.DropMalformed)
 			return
 		}

@@ -264,20 +264,6 @@ func (q *QP) handle(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	}
 }
 
-// dscpOf returns the DSCP of p's outermost header: the one a switch
-// rewrites when it trims (wire.Trim writes the inner one too).
-func dscpOf(p *wire.Packet) uint8 {
-	if p.Encap {
-		return p.Outer.DSCP()
-	}
-	return p.IP.DSCP()
-}
-
-// trimDSCP reports whether dscp is one a switch writes on what it trims.
-func (e *Endpoint) trimDSCP(dscp uint8) bool {
-	return dscp == e.cfg.DSCP.Trimmed || dscp == e.cfg.DSCP.TrimmedLastHop
-}
-
 func evOf(p *wire.Packet) wire.EV {
 	fl := p.IP.FlowLabel
 	if p.Encap {
@@ -300,8 +286,8 @@ func (q *QP) recvData(now mtime.Time, port int, p *wire.Packet, phantom bool) {
 	e, r := q.ep, &q.rx
 	n := psn.PSN(p.BTH.PSN)
 	t0 := trigger{psn: n, ev: uint32(evOf(p)), port: port, ts: p.TSETH.TxTimestamp, ce: ceOf(p), timed: p.BTH.TS, rtx: p.BTH.Rtx, at: now}
-	dscp := dscpOf(p)
-	trimmed := p.Trimmed || e.trimDSCP(dscp)
+	dscp := p.OuterDSCP()
+	trimmed := p.Trimmed || e.cfg.DSCP.IsTrim(dscp)
 	d := n.Sub(r.win.Next())
 	if d >= r.win.Size() {
 		q.ep.drop(now, &q.stats, q.qpn, verbs.DropOutOfWindow)

@@ -53,12 +53,6 @@ func (d *decoder) problem(format string, args ...any) {
 	d.f.Problems = append(d.f.Problems, fmt.Sprintf(format, args...))
 }
 
-// trimDSCP reports whether dscp is one of the default trimmed codepoints
-// (wire.DefaultDSCP), which a switch writes on what it trims.
-func trimDSCP(dscp int) bool {
-	return dscp == int(wire.DefaultDSCP.Trimmed) || dscp == int(wire.DefaultDSCP.TrimmedLastHop)
-}
-
 // truncated reports a header cut short by the end of the capture, and
 // whether that is because the capture was limited (snap length) rather
 // than damaged.
@@ -477,7 +471,7 @@ func (d *decoder) udp(off int, v6 bool, fl uint32, csum func([]byte) uint16, icr
 			if d.f.Data != nil {
 				d.f.Data.NotCaptured = missing
 			}
-		} else if isData && d.f.MRC && trimDSCP(d.f.IP[0].DSCP) {
+		} else if isData && d.f.MRC && wire.DefaultDSCP.IsTrim(uint8(d.f.IP[0].DSCP)) {
 			// A fixed-size trim: the switch cut the frame and left the
 			// lengths as they were (docs/spec-gaps.md row 22).
 			d.f.Trimmed, d.f.CutTo = true, d.f.Len

@@ -121,7 +121,7 @@ func (f *Filter) matchAddr(p *wire.Packet) bool {
 
 func classOf(p *wire.Packet) OpClass {
 	switch op := p.BTH.Opcode; {
-	case op.IsData() && (p.Trimmed || trimDSCP(p)):
+	case op.IsData() && (p.Trimmed || wire.DefaultDSCP.IsTrim(p.OuterDSCP())):
 		return OpTrimmed
 	case op.IsData() && p.BTH.Rtx:
 		return OpRetransmit
@@ -197,16 +197,4 @@ func ParseFilter(s string) (Filter, error) {
 		}
 	}
 	return f, nil
-}
-
-// trimDSCP reports a trimmed DSCP (the default codepoints) on p's
-// outermost header, the one a switch rewrites: a switch that trims to a
-// fixed size leaves the lengths as they were (docs/spec-gaps.md row 22).
-func trimDSCP(p *wire.Packet) bool {
-	h := &p.IP
-	if p.Encap {
-		h = &p.Outer
-	}
-	d := h.DSCP()
-	return d == wire.DefaultDSCP.Trimmed || d == wire.DefaultDSCP.TrimmedLastHop
 }

@@ -16,5 +16,9 @@ type DSCP struct {
 	NoTrim uint8
 }
 
+// IsTrim reports whether dscp is one a switch writes on what it trims:
+// Trimmed or TrimmedLastHop.
+func (d *DSCP) IsTrim(dscp uint8) bool { return dscp == d.Trimmed || dscp == d.TrimmedLastHop }
+
 // DefaultDSCP is the DSCP set an endpoint uses when its mrc.Config.DSCP is zero.
 var DefaultDSCP = DSCP{Data: 10, DataRetx: 12, Control: 46, Trimmed: 48, TrimmedLastHop: 49, NoTrim: 14}

@@ -100,6 +100,16 @@ func (p *Packet) ResolveUSID(f USIDFormat) {
 // and the flow label of IP.
 func (p *Packet) EV() EV { return JoinEV(p.UDP.SrcPort, p.IP.FlowLabel) }
 
+// OuterDSCP returns the DSCP of the outermost header: the one a switch
+// reads and rewrites (Trim writes the inner one too; a switch that trims
+// to a fixed size does not).
+func (p *Packet) OuterDSCP() uint8 {
+	if p.Encap {
+		return p.Outer.DSCP()
+	}
+	return p.IP.DSCP()
+}
+
 // SetEV stores ev in the UDP source port and the flow label of IP, and of
 // Outer when the packet is encapsulated, so the fabric hashes and the
 // receiver reads the same bits.

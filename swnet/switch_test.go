@@ -156,6 +156,38 @@ func TestForwardSRv6(t *testing.T) {
 	}
 }
 
+// TestTrimTo: with trim-to the switch trims real packets as fixed-size
+// trimming switches do: cut to that many bytes, lengths left as they
+// were, only the outer DSCP rewritten (docs/spec-gaps.md row 22).
+func TestTrimTo(t *testing.T) {
+	r := newRig(t, tableWith("rate 100M delay 1ms", "buffer 256KiB header 64KiB trim-at 16KiB trim-to 238B"))
+	const n, size = 40, 2000
+	var pkts [][]byte
+	for i := range n {
+		pkts = append(pkts, dataPacket(t, usid(0x201, 0x102, 0xe01), size, uint32(i)))
+	}
+	r.a.Send(pkts)
+	got, _ := recv(t, r.b, n, 10*time.Second)
+	cut := 0
+	for _, g := range got {
+		var p wire.Packet
+		if err := p.Decode(g); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if len(g) == len(pkts[0]) {
+			continue
+		}
+		cut++
+		if len(g) != 238 || p.Trimmed || p.Len() != len(pkts[0]) || p.Outer.DSCP() != 48 || p.IP.DSCP() == 48 {
+			t.Errorf("a %d-byte packet (length fields %d, outer DSCP %d, inner %d, trimmed %v), want cut to 238 bytes, lengths as sent, the outer DSCP 48 only",
+				len(g), p.Len(), p.Outer.DSCP(), p.IP.DSCP(), p.Trimmed)
+		}
+	}
+	if st := r.s.Stats(); cut == 0 || st.Trimmed != uint64(cut) {
+		t.Errorf("%d packets cut, the switch trimmed %d", cut, st.Trimmed)
+	}
+}
+
 // TestRateTrimECN sends a burst into a slow port: the serialiser spaces
 // the packets at the port's rate, the queue trims what finds it past
 // trim-at and marks CE (inner header too) past the ECN threshold.

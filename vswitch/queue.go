@@ -223,12 +223,9 @@ func (s *Switch) Enqueue(now mtime.Picos, out, in int, h Handle, pkt []byte, wir
 				dscpT = d.TrimmedLastHop
 			}
 			if q.TrimTo > 0 {
-				if wireLen <= q.TrimTo {
-					// Nothing to cut (a probe, say): drop it, as below.
-					return s.reject(out, v, DropQueueFull)
-				}
+				// Any packet, a probe too: one no longer is only redirected.
 				wire.SetOuterDSCP(pkt, dscpT)
-				v.Trimmed, v.Len, v.WireLen = true, min(len(pkt), q.TrimTo), q.TrimTo
+				v.Trimmed, v.Len, v.WireLen = true, min(len(pkt), q.TrimTo), min(wireLen, q.TrimTo)
 			} else {
 				t, err := wire.Trim(pkt, dscpT)
 				if err != nil {

@@ -114,10 +114,12 @@ type QueueConfig struct {
 	// TrimTo, if above 0, trims by cutting the datagram to TrimTo bytes
 	// and rewriting only the outermost DSCP, the lengths and checksums
 	// left as they were: a fixed-size trim, as NVIDIA Spectrum's (a
-	// 256-byte frame is a 238-byte IPv6 datagram); a packet no longer
-	// has nothing to cut and is dropped, as one wire.Trim cannot trim.
-	// 0: wire.Trim, which cuts after the MRC headers and fixes lengths and
-	// checksum.
+	// 256-byte frame is a 238-byte IPv6 datagram). As SAI's trim action
+	// says ("try sending a shortened packet over a different queue"), it
+	// takes any packet that fails admission: one no longer than TrimTo,
+	// a probe say, is only redirected, with the trimmed DSCP. 0:
+	// wire.Trim, which cuts after the MRC headers and fixes lengths and
+	// checksum, and drops what it cannot cut.
 	TrimTo int
 	// ECNMin and ECNMax are the RED-style marking thresholds: packets
 	// arriving to more than ECNMin queued bytes are CE-marked with a

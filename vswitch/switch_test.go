@@ -691,7 +691,8 @@ func TestPortSize(t *testing.T) {
 // many bytes and rewrites the outermost DSCP only, leaving the lengths
 // as they were, as a fixed-size trimming switch (NVIDIA Spectrum) does;
 // the receiver takes it as a trimmed header by its DSCP
-// (docs/spec-gaps.md row 22). A packet no longer than that is dropped.
+// (docs/spec-gaps.md row 22). A packet no longer than that is redirected
+// whole, with the trimmed DSCP.
 func TestTrimTo(t *testing.T) {
 	const cut = 238 // a 256-byte frame
 	for _, lastHop := range []bool{false, true} {
@@ -723,11 +724,13 @@ func TestTrimTo(t *testing.T) {
 			if encap && p.IP.DSCP() != wire.DefaultDSCP.Data {
 				t.Errorf("lastHop %v: the inner DSCP became %d: a fixed-size trim rewrites the outer header only", lastHop, p.IP.DSCP())
 			}
-			// A packet no longer than TrimTo has nothing to cut: dropped.
+			// A packet no longer than TrimTo is redirected whole, marked.
 			s = newSwitch(t, Config{Ports: 2, Queue: QueueConfig{Buffer: 100_000, TrimAt: 100, Trim: true, TrimTo: cut, LastHop: lastHop}})
 			small, _ := dataPacket(t, encap, usid(1), 0, wire.DefaultDSCP.Data)
-			if v := s.Enqueue(10, 1, 0, 9, small, cut); v.Drop != DropQueueFull {
-				t.Errorf("lastHop %v encap %v: a %d-byte packet past the threshold: %+v, want dropped", lastHop, encap, cut, v)
+			if v := s.Enqueue(10, 1, 0, 9, small, 200); v.Drop != DropNone || !v.Trimmed || v.WireLen != 200 || v.Len != len(small) ||
+				wire.OuterTrafficClass(small)>>2 != want {
+				t.Errorf("lastHop %v encap %v: a 200-byte packet past the threshold: %+v, DSCP %d, want redirected whole with DSCP %d",
+					lastHop, encap, v, wire.OuterTrafficClass(small)>>2, want)
 			}
 		}
 	}

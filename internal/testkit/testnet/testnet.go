@@ -50,9 +50,10 @@ type Config struct {
 	ECN         float64 // CE-marked
 	Dup         float64 // delivered twice (any packet)
 	Corrupt     float64 // one byte flipped (any packet)
-	// TrimCut > 0 trims as NVIDIA Spectrum does: the datagram is cut to
-	// TrimCut bytes, its lengths and checksums left as they were, and
-	// only the outermost header's DSCP rewritten. 0: wire.Trim.
+	// TrimCut > 0 trims as NVIDIA Spectrum does (vswitch.QueueConfig.TrimTo):
+	// the datagram is cut to at most TrimCut bytes, its lengths and
+	// checksums left as they were, and only the outermost header's DSCP
+	// rewritten. 0: wire.Trim.
 	TrimCut int
 
 	// Endpoint tuning passed through to mrc.Config.
@@ -412,8 +413,8 @@ func (n *Net) carry(from Side, tx verbs.Transmit, pkt []byte, ser time.Duration)
 }
 
 func (n *Net) trim(pkt []byte, dscp uint8) ([]byte, int) {
-	if c := n.cfg.TrimCut; c > 0 && c < len(pkt) {
-		t := append([]byte(nil), pkt[:c]...)
+	if c := n.cfg.TrimCut; c > 0 {
+		t := append([]byte(nil), pkt[:min(c, len(pkt))]...)
 		wire.SetOuterDSCP(t, dscp)
 		n.Stats.Trimmed++
 		return t, len(t)

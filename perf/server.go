@@ -663,7 +663,7 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, verbs.MR, error
 	var mr verbs.MR
 	size := h.Chunk * h.RingChunks
 	if !h.Phantom {
-		st.region = make([]byte, size)
+		st.region = newRegion(size)
 		st.pat = pattern(h.Seed, h.Chunk*(h.RingChunks+1))
 	}
 	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {

@@ -19,7 +19,7 @@ func tcpServe(ctx context.Context, conn net.Conn, lc *lineConn, h hello, idle ti
 	if err := lc.send(ready{}); err != nil {
 		return ServerReport{}, err
 	}
-	region := make([]byte, h.Chunk*h.RingChunks)
+	region := newRegion(h.Chunk * h.RingChunks)
 	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
 	// The line reader may have buffered the first bytes of data.
 	r := lc.rest()

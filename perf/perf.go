@@ -144,7 +144,7 @@ func dropReasons(s verbs.Stats) map[string]uint64 {
 // a fault per page: for the default 16 MiB, over 10 ms in which the
 // first window of packets waits, so the client's loss timers fire on a
 // lossless path and the run reports losses it never had. TCP's region is
-// made the same way, so the pair stays fair.
+// made the same way, before its ready too, so the pair stays fair.
 func newRegion(n int) []byte {
 	b := make([]byte, n)
 	for i := 0; i < n; i += os.Getpagesize() {

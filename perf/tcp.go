@@ -16,11 +16,11 @@ import (
 // tcpServe is the server's side of the baseline; a client that sends
 // nothing for idle ends it.
 func tcpServe(ctx context.Context, conn net.Conn, lc *lineConn, h hello, idle time.Duration) (ServerReport, error) {
+	region := newRegion(h.Chunk * h.RingChunks)
+	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
 	if err := lc.send(ready{}); err != nil {
 		return ServerReport{}, err
 	}
-	region := newRegion(h.Chunk * h.RingChunks)
-	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
 	// The line reader may have buffered the first bytes of data.
 	r := lc.rest()
 	var rep ServerReport

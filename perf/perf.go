@@ -37,7 +37,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/openmrc/mrc/verbs"
@@ -137,20 +136,6 @@ func dropReasons(s verbs.Stats) map[string]uint64 {
 		}
 	}
 	return m
-}
-
-// newRegion returns a server's receive region of n bytes with every page
-// already mapped. A fresh region is mapped by the kernel on first touch,
-// a fault per page: for the default 16 MiB, over 10 ms in which the
-// first window of packets waits, so the client's loss timers fire on a
-// lossless path and the run reports losses it never had. TCP's region is
-// made the same way, before its ready too, so the pair stays fair.
-func newRegion(n int) []byte {
-	b := make([]byte, n)
-	for i := 0; i < n; i += os.Getpagesize() {
-		b[i] = 0
-	}
-	return b
 }
 
 // pattern returns n bytes of the seeded pattern.

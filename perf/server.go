@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/host/pages"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/pcap"
 	"github.com/openmrc/mrc/udpio"
@@ -663,7 +664,7 @@ func (s *Server) open(conn net.Conn, st *serverState) (*session, verbs.MR, error
 	var mr verbs.MR
 	size := h.Chunk * h.RingChunks
 	if !h.Phantom {
-		st.region = newRegion(size)
+		st.region = pages.Mapped(size) // its first window must not wait on page faults
 		st.pat = pattern(h.Seed, h.Chunk*(h.RingChunks+1))
 	}
 	err = ses.Do(func(now mtime.Time, ep *mrc.Endpoint) error {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/openmrc/mrc/internal/host/pages"
 )
 
 // The kernel-TCP baseline: the client writes the same chunks of the same
@@ -16,7 +18,7 @@ import (
 // tcpServe is the server's side of the baseline; a client that sends
 // nothing for idle ends it.
 func tcpServe(ctx context.Context, conn net.Conn, lc *lineConn, h hello, idle time.Duration) (ServerReport, error) {
-	region := newRegion(h.Chunk * h.RingChunks)
+	region := pages.Mapped(h.Chunk * h.RingChunks) // as the MRC server's, before ready
 	pat := pattern(h.Seed, h.Chunk*(h.RingChunks+1))
 	if err := lc.send(ready{}); err != nil {
 		return ServerReport{}, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openmrc/mrc"
+	"github.com/openmrc/mrc/internal/host/pages"
 	"github.com/openmrc/mrc/mtime"
 	"github.com/openmrc/mrc/verbs"
 	"github.com/openmrc/mrc/wire"
@@ -184,7 +185,7 @@ func New(bind Bind, cfg mrc.Config, opt Options) (*Driver, error) {
 	d.stats = DriverStats{TxPackets: make([]uint64, n), TxBytes: make([]uint64, n), RxPackets: make([]uint64, n), RxBytes: make([]uint64, n)}
 	d.tx.init(ep.Config().MTU)
 	for range len(fns) * opt.RxBatches {
-		b := &rxBatch{slab: make([]byte, rxBuffers*RecvBufSize), dgs: make([]Datagram, rxBuffers*MaxSegments)}
+		b := &rxBatch{slab: pages.Mapped(rxBuffers * RecvBufSize), dgs: make([]Datagram, rxBuffers*MaxSegments)}
 		for i := range rxBuffers {
 			b.bufs = append(b.bufs, b.slab[i*RecvBufSize:(i+1)*RecvBufSize])
 		}
@@ -667,7 +668,7 @@ type txBatch struct {
 
 func (t *txBatch) init(mtu int) {
 	size := mrc.MaxHeaderLen + mtu + 16
-	slab := make([]byte, IdealBatchSize*size)
+	slab := pages.Mapped(IdealBatchSize * size)
 	for i := range IdealBatchSize {
 		t.slots = append(t.slots, slab[i*size:(i+1)*size:(i+1)*size])
 	}

@@ -255,6 +255,64 @@ func TestBigReceiveBatchKeepsEverySACK(t *testing.T) {
 	}
 }
 
+// sendSpy calls before ahead of every Send of its Bind.
+type sendSpy struct {
+	udpio.Bind
+	before func([]udpio.Burst)
+}
+
+func (s sendSpy) Send(bursts []udpio.Burst) error {
+	s.before(bursts)
+	return s.Bind.Send(bursts)
+}
+
+// TestAnswersLeaveDuringALongReceiveRound: a receiver handed a long round
+// of datagrams (hundreds, held back as a descheduled process's are) sends
+// the SACKs of its first datagrams before it has handled the rest. The
+// driver sent only when its transmit batch filled (64 SACKs, 256 data
+// packets) or the round ended, so on loopback the answers to a round's
+// first packets waited for the round, a ~0.8 ms round trip that capped
+// mrc perf at the default window's 17 Gbit/s (issue 17).
+func TestAnswersLeaveDuringALongReceiveRound(t *testing.T) {
+	goroutineLeakCheck(t)
+	ba, bb := udpiotest.NewChannelBinds(udpiotest.Config{GRO: true})
+	var handed, sends, widest, last atomic.Int64 // all written by b's driver goroutine
+	spy := sendSpy{Bind: bb, before: func([]udpio.Burst) {
+		h := handed.Load()
+		widest.Store(max(widest.Load(), h-last.Load()))
+		last.Store(h)
+		sends.Add(1)
+	}}
+	a := newSide(t, 0, ba, 4<<20, udpio.Options{})
+	b := newSide(t, 1, spy, 4<<20, udpio.Options{RxTap: func(int, []byte, int) { handed.Add(1) }})
+	connect(t, a, b, ba, spy, mrc.RTSAttr{})
+	bb.Hold()
+	backlog := make(chan int, 1)
+	go func() {
+		defer bb.Release()
+		n, since := 0, time.Now()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (n == 0 || time.Since(since) < 20*time.Millisecond); {
+			time.Sleep(time.Millisecond)
+			if q := bb.Queued(0); q != n {
+				n, since = q, time.Now()
+			}
+		}
+		backlog <- n
+	}()
+	transfer(t, a, b, 1<<20, 30*time.Second)
+	n := <-backlog
+	// The driver collects what the endpoint wrote every 16 datagrams
+	// and sends it once 64 have been handed in since the last send.
+	const bound = udpio.IdealBatchSize + 16
+	if n <= 2*bound {
+		t.Fatalf("only %d datagrams waited for the receiver: the test needs a round of more than %d", n, 2*bound)
+	}
+	t.Logf("a round of %d datagrams; %d sends; at most %d datagrams handed between two", n, sends.Load(), widest.Load())
+	if w := widest.Load(); w > bound {
+		t.Errorf("%d datagrams handed between two sends, want at most %d", w, bound)
+	}
+}
+
 // TestLengthMismatchIsMalformed is issue 10's row 8, the driver's part:
 // a truncated datagram was handed to the core as a phantom payload
 // (checksum and ICRC skipped) although the endpoint has real memory. A

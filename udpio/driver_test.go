@@ -219,6 +219,27 @@ func TestChannelTransferWithLoss(t *testing.T) {
 	}
 }
 
+// holdBacklog holds b's receiving side (Hold) until what waits on its
+// plane 0 has stopped growing for 20 ms (at most 5 s), as if its process
+// were descheduled while the peer's window piles up, then releases it and
+// sends how many datagrams waited.
+func holdBacklog(b *udpiotest.ChannelBind) <-chan int {
+	b.Hold()
+	backlog := make(chan int, 1)
+	go func() {
+		defer b.Release()
+		n, since := 0, time.Now()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (n == 0 || time.Since(since) < 20*time.Millisecond); {
+			time.Sleep(time.Millisecond)
+			if q := b.Queued(0); q != n {
+				n, since = q, time.Now()
+			}
+		}
+		backlog <- n
+	}()
+	return backlog
+}
+
 // TestBigReceiveBatchKeepsEverySACK holds the receiver's socket while the
 // sender's first window piles up behind it, then lets it go: the driver
 // reads the backlog in one GRO batch of hundreds of datagrams. The core
@@ -231,19 +252,7 @@ func TestBigReceiveBatchKeepsEverySACK(t *testing.T) {
 	a := newSide(t, 0, ba, 4<<20, udpio.Options{})
 	b := newSide(t, 1, bb, 4<<20, udpio.Options{})
 	connect(t, a, b, ba, bb, mrc.RTSAttr{})
-	bb.Hold()
-	backlog := make(chan int, 1)
-	go func() {
-		defer bb.Release()
-		n, since := 0, time.Now()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (n == 0 || time.Since(since) < 20*time.Millisecond); {
-			time.Sleep(time.Millisecond)
-			if q := bb.Queued(0); q != n {
-				n, since = q, time.Now()
-			}
-		}
-		backlog <- n
-	}()
+	backlog := holdBacklog(bb)
 	transfer(t, a, b, 1<<20, 30*time.Second)
 	if n := <-backlog; n < 128 {
 		t.Fatalf("only %d datagrams waited for the receiver: the test needs a batch of more than 128", n)
@@ -286,19 +295,7 @@ func TestAnswersLeaveDuringALongReceiveRound(t *testing.T) {
 	a := newSide(t, 0, ba, 4<<20, udpio.Options{})
 	b := newSide(t, 1, spy, 4<<20, udpio.Options{RxTap: func(int, []byte, int) { handed.Add(1) }})
 	connect(t, a, b, ba, spy, mrc.RTSAttr{})
-	bb.Hold()
-	backlog := make(chan int, 1)
-	go func() {
-		defer bb.Release()
-		n, since := 0, time.Now()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (n == 0 || time.Since(since) < 20*time.Millisecond); {
-			time.Sleep(time.Millisecond)
-			if q := bb.Queued(0); q != n {
-				n, since = q, time.Now()
-			}
-		}
-		backlog <- n
-	}()
+	backlog := holdBacklog(bb)
 	transfer(t, a, b, 1<<20, 30*time.Second)
 	n := <-backlog
 	// The driver collects what the endpoint wrote every 16 datagrams

@@ -11,6 +11,7 @@ package evset
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -236,6 +237,18 @@ type Set struct {
 	nActive int     // active EVs that are Good or Skip, on up planes or not
 	rr      int     // plane round-robin cursor
 
+	// The planes on which a listed probe is due (dueMask): those of the
+	// probes awaiting no answer whose time had come at dueAt, good until
+	// dueUntil (the next probe time after dueAt) or until either list
+	// changes (dueStale). A QP that waits for a port is asked on every
+	// port's turn whether it has a probe to send; with many EVs retired
+	// or doubted, scanning both lists each time was half of the default
+	// scenario's MRC run.
+	due      uint32
+	dueStale bool
+	dueAt    mtime.Time
+	dueUntil mtime.Time
+
 	// Notify, when set, is called for every state change.
 	Notify func(Transition)
 }
@@ -253,11 +266,12 @@ func New(cfg Config, values []uint32) (*Set, error) {
 		return nil, fmt.Errorf("evset: %d values for %d planes × %d EVs", len(values), cfg.Planes, per)
 	}
 	s := &Set{
-		cfg:    cfg,
-		per:    per,
-		evs:    make([]entry, len(values)),
-		lists:  make([]Slot, len(values)),
-		planes: make([]plane, cfg.Planes),
+		cfg:      cfg,
+		per:      per,
+		evs:      make([]entry, len(values)),
+		lists:    make([]Slot, len(values)),
+		planes:   make([]plane, cfg.Planes),
+		dueStale: true,
 	}
 	for p := range s.planes {
 		s.planes[p].up = true
@@ -684,6 +698,7 @@ func (s *Set) Doubt(now mtime.Time, slots []Slot) int {
 		}
 		lead = d.lead
 		s.doubts = append(s.doubts, d)
+		s.dueStale = true
 		s.notify(slot, from, Skip, ReasonDoubt, -1)
 		n++
 	}
@@ -710,6 +725,7 @@ func (s *Set) removeDoubt(now mtime.Time, slot Slot) {
 // entries entry i led follow the first of them from now on, whose probe
 // falls due at now, at the first interval.
 func (s *Set) unlist(now mtime.Time, list []probe, i int) []probe {
+	s.dueStale = true
 	slot := list[i].slot
 	list = append(list[:i], list[i+1:]...)
 	next := -1
@@ -728,6 +744,7 @@ func (s *Set) unlist(now mtime.Time, list []probe, i int) []probe {
 // takeDoubts removes the doubts led by lead and appends their slots to
 // out.
 func (s *Set) takeDoubts(lead Slot, out []Slot) []Slot {
+	s.dueStale = true
 	kept := s.doubts[:0]
 	for _, d := range s.doubts {
 		if d.lead == lead {
@@ -764,6 +781,7 @@ func (s *Set) OnBad(now mtime.Time, slot Slot, why Reason) bool {
 	s.removeDoubt(now, slot)
 	e.state = AssumedBad
 	s.retired = append(s.retired, probe{slot: slot, lead: slot, every: s.cfg.ProbeInterval, at: now.Add(s.cfg.ProbeInterval)})
+	s.dueStale = true
 	s.notify(slot, from, AssumedBad, why, repl)
 	return true
 }
@@ -809,6 +827,7 @@ func (s *Set) Follow(slot, lead Slot) bool {
 	}
 	pr := &s.retired[i]
 	pr.lead, pr.awaiting, pr.ok, pr.at = lead, false, 0, mtime.Never
+	s.dueStale = true
 	return true
 }
 
@@ -819,6 +838,7 @@ func (s *Set) Defer(now mtime.Time, slot Slot) {
 	if i := s.retiredIndex(slot); i >= 0 && s.retired[i].lead == slot && !s.retired[i].awaiting {
 		s.retired[i].every = s.cfg.ProbeIntervalMax
 		s.retired[i].at = now.Add(s.cfg.ProbeIntervalMax)
+		s.dueStale = true
 	}
 }
 
@@ -836,6 +856,9 @@ func (s *Set) retiredIndex(slot Slot) int {
 // now+ProbeTimeout. The caller sends a reliability probe on it. ok is
 // false when no probe is due on a plane in mask.
 func (s *Set) NextProbe(now mtime.Time, mask uint32) (slot Slot, ok bool) {
+	if !s.ProbeDue(now, mask) {
+		return 0, false
+	}
 	for _, list := range [2][]probe{s.doubts, s.retired} {
 		for i := range list {
 			pr := &list[i]
@@ -843,6 +866,7 @@ func (s *Set) NextProbe(now mtime.Time, mask uint32) (slot Slot, ok bool) {
 			if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
 				pr.awaiting = true
 				pr.by = now.Add(s.cfg.ProbeTimeout)
+				s.dueStale = true
 				return pr.slot, true
 			}
 		}
@@ -876,6 +900,7 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 		return
 	}
 	pr := &s.retired[i]
+	s.dueStale = true
 	pr.awaiting = false
 	pr.ok++
 	pr.every = s.cfg.ProbeInterval
@@ -899,6 +924,7 @@ func (s *Set) OnProbeResponse(now mtime.Time, slot Slot, ecn bool) {
 // takeRetired removes lead and its followers from the retired list and
 // appends their slots, lead first, to out.
 func (s *Set) takeRetired(lead Slot, out []Slot) []Slot {
+	s.dueStale = true
 	out = append(out, lead)
 	kept := s.retired[:0]
 	for _, pr := range s.retired {
@@ -931,6 +957,7 @@ func (s *Set) ExpireProbes(now mtime.Time, failed []Slot) []Slot {
 	for i := range s.retired {
 		pr := &s.retired[i]
 		if pr.awaiting && pr.by <= now {
+			s.dueStale = true
 			pr.awaiting = false
 			pr.ok = 0
 			pr.every = min(2*pr.every, s.cfg.ProbeIntervalMax)
@@ -962,16 +989,33 @@ func (s *Set) NextDeadline(now mtime.Time) mtime.Time {
 
 // ProbeDue reports whether a probe is due at now on a plane in mask.
 func (s *Set) ProbeDue(now mtime.Time, mask uint32) bool {
-	for _, list := range [2][]probe{s.doubts, s.retired} {
-		for i := range list {
-			pr := &list[i]
-			p := s.Plane(pr.slot)
-			if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
-				return true
-			}
+	for m := s.dueMask(now) & mask; m != 0; m &= m - 1 {
+		if s.planes[bits.TrailingZeros32(m)].up {
+			return true
 		}
 	}
 	return false
+}
+
+// dueMask returns the planes on which a probe not awaiting an answer is
+// due at now (bit p: plane p), up or not.
+func (s *Set) dueMask(now mtime.Time) uint32 {
+	if !s.dueStale && now >= s.dueAt && now < s.dueUntil {
+		return s.due
+	}
+	s.due, s.dueStale, s.dueAt, s.dueUntil = 0, false, now, mtime.Never
+	for _, list := range [2][]probe{s.doubts, s.retired} {
+		for i := range list {
+			switch pr := &list[i]; {
+			case pr.awaiting:
+			case pr.at <= now:
+				s.due |= 1 << s.Plane(pr.slot)
+			default:
+				s.dueUntil = mtime.Min(s.dueUntil, pr.at)
+			}
+		}
+	}
+	return s.due
 }
 
 // ProbeSoon makes the next probe of the retired EV in slot (or of its
@@ -991,6 +1035,7 @@ func (s *Set) ProbeSoon(now mtime.Time, slot Slot) bool {
 	pr.ok = uint8(max(int(pr.ok), s.cfg.ProbeSuccesses-1))
 	if !pr.awaiting {
 		pr.every, pr.at = s.cfg.ProbeInterval, min(pr.at, now)
+		s.dueStale = true
 	}
 	return true
 }

@@ -226,7 +226,7 @@ func TestInvariantsUnderRandomSignals(t *testing.T) {
 		for step := range 2000 {
 			now = now.Add(time.Duration(r.IntN(30)) * time.Microsecond)
 			sl := Slot(r.IntN(s.Len()))
-			switch r.IntN(11) {
+			switch r.IntN(14) {
 			case 0:
 				s.OnSkip(now, sl, ReasonECN)
 			case 1, 2:
@@ -268,10 +268,35 @@ func TestInvariantsUnderRandomSignals(t *testing.T) {
 				} else {
 					s.Unsuspect(now, sl)
 				}
+			case 11:
+				s.ProbeSoon(now, sl)
+			case 12:
+				s.Defer(now, sl)
+			case 13:
+				s.SetPlaneUp(r.IntN(cfg.Planes), r.IntN(3) != 0)
 			}
 			checkInvariants(t, s, now, seed, step)
+			for _, mask := range []uint32{^uint32(0), 1, 1 << (cfg.Planes - 1), r.Uint32()} {
+				if got, want := s.ProbeDue(now, mask), probeDueScan(s, now, mask); got != want {
+					t.Fatalf("seed %d step %d: ProbeDue(%#x) %v, the lists say %v", seed, step, mask, got, want)
+				}
+			}
 		}
 	}
+}
+
+// probeDueScan is ProbeDue read off both lists, the reference for the
+// planes it caches (dueMask).
+func probeDueScan(s *Set, now mtime.Time, mask uint32) bool {
+	for _, list := range [2][]probe{s.doubts, s.retired} {
+		for _, pr := range list {
+			p := s.Plane(pr.slot)
+			if !pr.awaiting && pr.at <= now && mask&(1<<p) != 0 && s.planes[p].up {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func checkInvariants(t *testing.T, s *Set, now mtime.Time, seed uint64, step int) {

@@ -264,7 +264,10 @@ func TestBigReceiveBatchKeepsEverySACK(t *testing.T) {
 	}
 }
 
-// sendSpy calls before ahead of every Send of its Bind.
+// sendSpy calls before ahead of every Send of its Bind. Embedding the
+// Bind interface hides a PollBind's PollFuncs, as pollless does: the
+// driver reads only through its receive goroutines, so Hold holds the
+// whole backlog back.
 type sendSpy struct {
 	udpio.Bind
 	before func([]udpio.Burst)

@@ -173,6 +173,7 @@ func (e *Endpoint) HandleTimeout(now mtime.Time) {
 // deadline earlier (q.timerDirty), or when q has none armed. A deadline
 // that moved later is left to a harmless early wake-up.
 func (e *Endpoint) schedule(q *QP, now mtime.Time) {
+	q.blockedFree = 0
 	if !q.timerDirty && q.timer.Queued() {
 		return
 	}
@@ -188,6 +189,7 @@ func (e *Endpoint) schedule(q *QP, now mtime.Time) {
 
 // markReady queues q for PollTransmit.
 func (e *Endpoint) markReady(q *QP) {
+	q.blockedFree = 0
 	if !q.inReady {
 		q.inReady = true
 		e.ready.Push(q)
@@ -210,15 +212,26 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte)
 		return tx, true
 	}
 	// Round-robin over ready QPs. A QP that has nothing at all to send
-	// leaves the list; one that only waits for another port stays.
+	// leaves the list; one that only waits for another port stays, and is
+	// passed by while it waits for a port other than these (blockedFree).
 	for n := e.ready.Len(); n > 0; n-- {
 		q, _ := e.ready.Pop()
+		if now >= q.timer.Key() {
+			// A timer of q's is due, and may not have run yet: what
+			// it changes is not in blockedFree.
+			q.blockedFree = 0
+		}
+		if free&^q.blockedFree == 0 {
+			e.ready.Push(q) // blocked on these ports when last asked
+			continue
+		}
 		switch q.poll(now, free, buf, &tx) {
 		case pollSent:
 			e.ready.Push(q)
 			e.schedule(q, now)
 			return tx, true
 		case pollBlocked:
+			q.blockedFree |= free
 			e.ready.Push(q)
 		default:
 			q.inReady = false

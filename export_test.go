@@ -1,6 +1,12 @@
 package mrc
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/openmrc/mrc/mtime"
+	"github.com/openmrc/mrc/verbs"
+)
 
 // SmoothedRTT returns the requester's smoothed RTT (tests only).
 func (q *QP) SmoothedRTT() time.Duration { return q.tx.srtt }
@@ -16,3 +22,25 @@ func (q *QP) HasCC() bool { return q.cc != nil }
 // WQESlots returns the size of the requester's ring of posted WRITEs
 // (tests only).
 func (q *QP) WQESlots() int { return len(q.tx.wqes) }
+
+// CheckBlockedPolls asks every ready QP that PollTransmit would pass by
+// (its blockedFree in force) for a packet on those ports, and reports
+// how many it asked and the first that had one (tests only). A QP asked
+// finds nothing when the cache is right, so asking changes nothing but
+// its notion of now.
+func (e *Endpoint) CheckBlockedPolls(now mtime.Time) (asked int, err error) {
+	buf := make([]byte, MaxHeaderLen+e.cfg.MTU+8)
+	for range e.ready.Len() {
+		q, _ := e.ready.Pop()
+		e.ready.Push(q)
+		if q.blockedFree == 0 || now >= q.timer.Key() || err != nil {
+			continue
+		}
+		asked++
+		var tx verbs.Transmit
+		if q.poll(now, q.blockedFree, buf, &tx) == pollSent {
+			err = fmt.Errorf("QP %d passed by on ports %b at %v, but it sends a %v on port %d", q.qpn, q.blockedFree, now, tx.Kind, tx.Port)
+		}
+	}
+	return asked, err
+}

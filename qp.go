@@ -35,11 +35,19 @@ type QP struct {
 	timer timerq.Node // the QP's entry in the endpoint's timer heap
 
 	// INIT
-	pd    uint32 // protection domain
-	evp   EVProfile
-	reps  *reps  // EVProfile.REPS only
-	mixed *mixed // EVProfile.Mixed only
-	evs   *evset.Set
+	pd uint32 // protection domain
+	// blockedFree holds the ports on which polls found q with work to
+	// send but nothing it could send there. Until q's timer falls due
+	// or an input reaches q (markReady, schedule clear it), a poll on
+	// those ports finds the same, and PollTransmit passes q by without
+	// asking: a QP with a probe due on a busy plane is otherwise asked
+	// at every other port's turn (docs/sim.md, "The default scenario").
+	// (It sits here to fill pd's padding: TestStateSizes.)
+	blockedFree verbs.PortMask
+	evp         EVProfile
+	reps        *reps  // EVProfile.REPS only
+	mixed       *mixed // EVProfile.Mixed only
+	evs         *evset.Set
 	// cc is the congestion controller: InitAttr.NewCC's, built in
 	// ReadyToSend, or the default NSCC, built on first use (ctl) as it
 	// would have been at ccBorn, when the QP entered RTS. A QP that only

@@ -137,7 +137,8 @@ func (h *Header) Append(b []byte) []byte {
 // or an option whose length is impossible (below 2, or a SACK option that
 // is not 2 + 8n bytes with n = 1..4; an MPTCP option below 3 bytes).
 // Unknown options are skipped; the SACK blocks of a second SACK option
-// replace the first's, and a second MPTCP option is skipped.
+// replace the first's, and a second MPTCP option is skipped. The SACK
+// blocks beyond NSACK are zero.
 func (h *Header) Decode(b []byte) (int, error) {
 	if len(b) < HeaderLen {
 		return 0, wire.ErrTruncated
@@ -157,7 +158,9 @@ func (h *Header) Decode(b []byte) (int, error) {
 	h.Window = binary.BigEndian.Uint16(b[14:])
 	h.Checksum = binary.BigEndian.Uint16(b[16:])
 	h.Urgent = binary.BigEndian.Uint16(b[18:])
-	h.NSACK = 0
+	if h.NSACK != 0 {
+		h.SACK, h.NSACK = [MaxSACKBlocks]SACKBlock{}, 0
+	}
 	if h.MPTCPLen != 0 {
 		h.MPTCP, h.MPTCPLen = [MaxOptionLen]byte{}, 0
 	}
@@ -189,6 +192,7 @@ func (h *Header) decodeOptions(o []byte) error {
 			if (l-2)%8 != 0 || k < 1 || k > MaxSACKBlocks {
 				return wire.ErrInvalid
 			}
+			h.SACK = [MaxSACKBlocks]SACKBlock{} // a second option's blocks replace all the first's
 			for i := range k {
 				h.SACK[i] = SACKBlock{binary.BigEndian.Uint32(o[2+8*i:]), binary.BigEndian.Uint32(o[6+8*i:])}
 			}

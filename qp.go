@@ -37,12 +37,12 @@ type QP struct {
 	// INIT
 	pd uint32 // protection domain
 	// blockedFree holds the ports on which polls found q with work to
-	// send but nothing it could send there. Until q's timer falls due
-	// or an input reaches q (markReady, schedule clear it), a poll on
-	// those ports finds the same, and PollTransmit passes q by without
-	// asking: a QP with a probe due on a busy plane is otherwise asked
-	// at every other port's turn (docs/sim.md, "The default scenario").
-	// (It sits here to fill pd's padding: TestStateSizes.)
+	// send but nothing it could send there. Until q's timer falls due or
+	// an input reaches q (markReady, schedule and setState clear it), a
+	// poll on those ports finds the same, and PollTransmit passes q by
+	// without asking: a QP with a probe due on a busy plane is otherwise
+	// asked at every other port's turn (docs/sim.md, "The default
+	// scenario"). It sits here to fill pd's padding (TestStateSizes).
 	blockedFree verbs.PortMask
 	evp         EVProfile
 	reps        *reps  // EVProfile.REPS only
@@ -307,8 +307,7 @@ func (q *QP) setState(now mtime.Time, s verbs.QPState) {
 	if t := q.ep.cfg.Tracer; t != nil {
 		q.ep.trace(t, trace.Record{Time: now, Kind: trace.QPState, QPN: q.qpn, From: q.state.String(), To: s.String()})
 	}
-	q.state = s
-	q.timerDirty = true
+	q.state, q.timerDirty, q.blockedFree = s, true, 0
 }
 
 // fail moves the QP to ERROR with err, flushing its work.

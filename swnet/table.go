@@ -220,9 +220,17 @@ func ParseTable(r io.Reader, name string) (*Table, error) {
 	if t.Switch.Mode == vswitch.ModeSRv6 && t.Switch.Addr == ([16]byte{}) {
 		return nil, fmt.Errorf("%s: mode srv6 needs the switch's own uN address (switch addr ...)", name)
 	}
-	// Let the pure switch validate the rest.
-	if _, err := vswitch.New(t.Switch); err != nil {
+	// Let the pure switch validate the rest, each port's queue with its
+	// defaults filled in (an xon above the default xoff, say).
+	sw, err := vswitch.New(t.Switch)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, pq := range portQueues {
+		i, _ := portIndex(pq.port)
+		if err := sw.SetPortQueue(i, *t.Ports[i].Queue); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, pq.line, err)
+		}
 	}
 	return t, nil
 }

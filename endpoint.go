@@ -216,12 +216,8 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte)
 	// passed by while it waits for a port other than these (blockedFree).
 	for n := e.ready.Len(); n > 0; n-- {
 		q, _ := e.ready.Pop()
-		if now >= q.timer.Key() {
-			// A timer of q's is due, and may not have run yet: what
-			// it changes is not in blockedFree.
-			q.blockedFree = 0
-		}
-		if free&^q.blockedFree == 0 {
+		blocked := q.blockedOn(now)
+		if free&^blocked == 0 {
 			e.ready.Push(q) // blocked on these ports when last asked
 			continue
 		}
@@ -231,7 +227,7 @@ func (e *Endpoint) PollTransmit(now mtime.Time, free verbs.PortMask, buf []byte)
 			e.schedule(q, now)
 			return tx, true
 		case pollBlocked:
-			q.blockedFree |= free
+			q.blockedFree = blocked | free
 			e.ready.Push(q)
 		default:
 			q.inReady = false

@@ -33,13 +33,14 @@ func (e *Endpoint) CheckBlockedPolls(now mtime.Time) (asked int, err error) {
 	for range e.ready.Len() {
 		q, _ := e.ready.Pop()
 		e.ready.Push(q)
-		if q.blockedFree == 0 || now >= q.timer.Key() || err != nil {
+		blocked := q.blockedOn(now)
+		if blocked == 0 || err != nil {
 			continue
 		}
 		asked++
 		var tx verbs.Transmit
-		if q.poll(now, q.blockedFree, buf, &tx) == pollSent {
-			err = fmt.Errorf("QP %d passed by on ports %b at %v, but it sends a %v on port %d", q.qpn, q.blockedFree, now, tx.Kind, tx.Port)
+		if q.poll(now, blocked, buf, &tx) == pollSent {
+			err = fmt.Errorf("QP %d passed by on ports %b at %v, but it sends a %v on port %d", q.qpn, blocked, now, tx.Kind, tx.Port)
 		}
 	}
 	return asked, err

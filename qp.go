@@ -560,5 +560,15 @@ func (q *QP) lossTimeout() time.Duration {
 	return max(q.ep.cfg.LossTimeout, q.tx.srtt+4*q.tx.rttvar)
 }
 
+// blockedOn returns the ports on which q is known to have nothing to
+// send at now (blockedFree), none once a timer of q's is due: it may not
+// have run yet, and what it changes is not in blockedFree.
+func (q *QP) blockedOn(now mtime.Time) verbs.PortMask {
+	if now >= q.timer.Key() {
+		return 0
+	}
+	return q.blockedFree
+}
+
 // TimerNode gives the endpoint's timer heap its bookkeeping in q.
 func (q *QP) TimerNode() *timerq.Node { return &q.timer }

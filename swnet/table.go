@@ -226,7 +226,10 @@ func ParseTable(r io.Reader, name string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	for _, pq := range portQueues {
+	// A port's queue is checked once, as its lines left it, and blamed on
+	// the last of them: a line may need a later one (xon before xoff).
+	for k := len(portQueues) - 1; k >= 0; k-- {
+		pq := portQueues[k]
 		i, _ := portIndex(pq.port)
 		if err := sw.SetPortQueue(i, *t.Ports[i].Queue); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, pq.line, err)

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"github.com/openmrc/mrc/internal/slab"
 	"math/bits"
 	"slices"
@@ -332,6 +331,7 @@ type calendar struct {
 	loaded bool
 	now    []event
 	head   int
+	spare  []event // sortEvents' scratch
 }
 
 const (
@@ -339,7 +339,7 @@ const (
 	calSize = 1 << 11
 	calMask = calSize - 1
 	// calSortMin is the bucket size from which a bucket is sorted by
-	// pdqsort rather than by insertion: a bucket filled at a large
+	// radix rather than by insertion: a bucket filled at a large
 	// fabric's rate holds thousands of events in no particular order.
 	calSortMin = 48
 )
@@ -410,7 +410,7 @@ func (c *calendar) load(i int64) {
 		b = next
 	}
 	c.first[i], c.last[i] = noBlock, noBlock
-	sortEvents(c.now)
+	c.spare = sortEvents(c.now, c.spare)
 }
 
 // peek returns the next event of the bucket being consumed, or nil when
@@ -552,18 +552,18 @@ type block struct {
 // Reset empties b for slab.Pool.
 func (b *block) Reset() { b.n, b.next = 0, noBlock }
 
-// sortEvents sorts a bucket by (time, sequence): insertion sort for a
-// small bucket, mostly in order, and pdqsort for a large one. No two
-// events share a sequence number, so either gives the one order.
-func sortEvents(bk []event) {
+// sortEvents sorts a bucket by (time, sequence), with tmp as scratch of
+// at least len(bk) events for a large bucket, and returns tmp. A large
+// bucket is put in time order by a stable radix sort on the bits of the
+// time inside the bucket; the insertion sort that follows puts any ties
+// in sequence order. The events of one time reach a bucket in sequence
+// order (far events leave their heap in order, before the bucket takes
+// any other push), so it only checks that. No two events share a
+// sequence number, so the result is the one order.
+func sortEvents(bk, tmp []event) []event {
 	if len(bk) >= calSortMin {
-		slices.SortFunc(bk, func(a, b event) int {
-			if c := cmp.Compare(a.at, b.at); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.seq, b.seq)
-		})
-		return
+		tmp = slices.Grow(tmp[:0], len(bk))[:len(bk)]
+		radixByTime(bk, tmp)
 	}
 	for i := 1; i < len(bk); i++ {
 		e := bk[i]
@@ -573,5 +573,35 @@ func sortEvents(bk []event) {
 			j--
 		}
 		bk[j] = e
+	}
+	return tmp
+}
+
+// radixByTime sorts bk, whose events all lie in one bucket, by time
+// (stable), in two counting passes over the time's low calBits bits,
+// through tmp (len(bk) events).
+func radixByTime(bk, tmp []event) {
+	const half = (calBits + 1) / 2
+	const mask = 1<<half - 1
+	var lo, hi [1 << half]int32
+	for i := range bk {
+		k := uint32(bk[i].at)
+		lo[k&mask]++
+		hi[k>>half&mask]++
+	}
+	var sl, sh int32
+	for d := range lo {
+		lo[d], sl = sl, sl+lo[d]
+		hi[d], sh = sh, sh+hi[d]
+	}
+	for i := range bk {
+		d := uint32(bk[i].at) & mask
+		tmp[lo[d]] = bk[i]
+		lo[d]++
+	}
+	for i := range tmp {
+		d := uint32(tmp[i].at) >> half & mask
+		bk[hi[d]] = tmp[i]
+		hi[d]++
 	}
 }

@@ -164,3 +164,23 @@ func TestCalendarOrder(t *testing.T) {
 		}
 	}
 }
+
+// radixByTime alone puts a bucket in time order and keeps the input
+// order of ties: sortEvents' insertion pass then has nothing to move.
+func TestRadixByTimeIsStable(t *testing.T) {
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		base := Time(rng.Int64N(1<<40)) &^ (1<<calBits - 1)
+		spread := Time(1) << rng.IntN(calBits+1) // from all ties to the whole bucket
+		bk := make([]event, calSortMin+rng.IntN(2000))
+		for i := range bk {
+			bk[i] = event{at: base + Time(rng.Int64N(int64(spread))), seq: uint64(i)}
+		}
+		radixByTime(bk, make([]event, len(bk)))
+		for i := 1; i < len(bk); i++ {
+			if !bk[i-1].before(&bk[i]) {
+				t.Fatalf("seed %d: %+v before %+v", seed, bk[i-1], bk[i])
+			}
+		}
+	}
+}

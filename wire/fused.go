@@ -118,13 +118,19 @@ const fuseMin = UDPLen + BTHLen + foldBlock + ICRCLen
 
 // udpChecks returns UDPChecksum(src, finalDst, udp) and ICRC(src,
 // finalDst, udp[:len(udp)-ICRCLen]) of a complete datagram, with one pass
-// over the bytes both cover. len(udp) must be even and at least fuseMin.
-func udpChecks(src, finalDst [16]byte, udp []byte) (uint16, uint32) {
+// over the bytes both cover. at is where its payload starts: the headers
+// before it are hashed apart, so that the pass over a payload of whole
+// blocks takes all of it (had it started with the headers' last bytes,
+// the payload's last block would be left to the slower tail). len(udp)
+// must be even and at least fuseMin; at must be even, at least
+// UDPLen+BTHLen and at most len(udp)-ICRCLen.
+func udpChecks(src, finalDst [16]byte, udp []byte, at int) (uint16, uint32) {
 	end := len(udp) - ICRCLen
-	crc, m := icrcHead(src, finalDst, udp[:end])
+	crc, m := icrcHead(src, finalDst, udp[:at])
+	crc = crcRest(crc, udp[m:at])
 	s := pseudoSum(&src, &finalDst, len(udp))
-	s = sum(udpHead(s, udp), udp[UDPLen:m])
-	s, crc = sumCRC(nil, s, crc, udp[m:end])
+	s = sum(udpHead(s, udp), udp[UDPLen:at])
+	s, crc = sumCRC(nil, s, crc, udp[at:end])
 	return finish(sum(s, udp[end:])), crc
 }
 

@@ -486,8 +486,9 @@ func (p *Packet) Verify(b []byte) error {
 	}
 	udp := b[udpOff:end]
 	final := p.Final()
-	if !p.Trimmed && len(udp) >= fuseMin && len(udp)%2 == 0 {
-		c, icrc := udpChecks(p.IP.Src, final, udp)
+	at := UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS) // the payload, in udp
+	if !p.Trimmed && len(udp) >= fuseMin && len(udp)%2 == 0 && at%2 == 0 && at+ICRCLen <= len(udp) {
+		c, icrc := udpChecks(p.IP.Src, final, udp, at)
 		switch {
 		case c != binary.BigEndian.Uint16(udp[udpOffChecksum:]):
 			return ErrChecksum

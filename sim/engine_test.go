@@ -179,7 +179,7 @@ func TestRadixByTimeIsStable(t *testing.T) {
 		radixByTime(bk, make([]event, len(bk)))
 		for i := 1; i < len(bk); i++ {
 			if !bk[i-1].before(&bk[i]) {
-				t.Fatalf("seed %d: %+v before %+v", seed, bk[i-1], bk[i])
+				t.Fatalf("seed %d: %+v sorted before %+v", seed, bk[i-1], bk[i])
 			}
 		}
 	}

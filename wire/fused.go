@@ -116,6 +116,17 @@ func crcShort(crc uint32, p []byte) uint32 {
 // headers and ICRC around a block of payload.
 const fuseMin = UDPLen + BTHLen + foldBlock + ICRCLen
 
+// headChecks starts both checks of a UDP datagram of udpLen bytes whose
+// headers (UDP header, BTH and extension headers) are udp[:at]: the
+// one's-complement sum over the pseudo-header and those headers, and the
+// ICRC over them masked. The payload's pass continues from both.
+func headChecks(src, finalDst [16]byte, udp []byte, at, udpLen int) (uint64, uint32) {
+	crc, m := icrcHead(src, finalDst, udp[:at])
+	crc = crcRest(crc, udp[m:at])
+	s := pseudoSum(&src, &finalDst, udpLen)
+	return sum(udpHead(s, udp), udp[UDPLen:at]), crc
+}
+
 // udpChecks returns UDPChecksum(src, finalDst, udp) and ICRC(src,
 // finalDst, udp[:len(udp)-ICRCLen]) of a complete datagram, with one pass
 // over the bytes both cover. at is where its payload starts: the headers
@@ -126,10 +137,7 @@ const fuseMin = UDPLen + BTHLen + foldBlock + ICRCLen
 // UDPLen+BTHLen and at most len(udp)-ICRCLen.
 func udpChecks(src, finalDst [16]byte, udp []byte, at int) (uint16, uint32) {
 	end := len(udp) - ICRCLen
-	crc, m := icrcHead(src, finalDst, udp[:at])
-	crc = crcRest(crc, udp[m:at])
-	s := pseudoSum(&src, &finalDst, len(udp))
-	s = sum(udpHead(s, udp), udp[UDPLen:at])
+	s, crc := headChecks(src, finalDst, udp, at, len(udp))
 	s, crc = sumCRC(nil, s, crc, udp[at:end])
 	return finish(sum(s, udp[end:])), crc
 }
@@ -140,10 +148,7 @@ func udpChecks(src, finalDst [16]byte, udp []byte, at int) (uint16, uint32) {
 // the checks will say.
 func udpChecksCopy(dst []byte, src, finalDst [16]byte, udp []byte, at, n int) (uint16, uint32) {
 	end := len(udp) - ICRCLen
-	crc, m := icrcHead(src, finalDst, udp[:at])
-	crc = crcRest(crc, udp[m:at])
-	s := pseudoSum(&src, &finalDst, len(udp))
-	s = sum(udpHead(s, udp), udp[UDPLen:at])
+	s, crc := headChecks(src, finalDst, udp, at, len(udp))
 	// Whole blocks in the fused pass; the rest of the payload is copied,
 	// and summed and CRCed with the pad and ICRC after it, so that the
 	// sum's 16-bit lanes stay aligned when n is odd.

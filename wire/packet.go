@@ -130,10 +130,14 @@ func (p *Packet) Len() int {
 	return total
 }
 
+// payloadAt returns where p's payload starts in its UDP datagram: after
+// the UDP header, the BTH and the extension headers its opcode carries.
+func (p *Packet) payloadAt() int { return UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS) }
+
 // lengths returns the UDP length and the datagram length for a payload of
 // n bytes.
 func (p *Packet) lengths(n int) (udpLen, total int) {
-	udpLen = UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS)
+	udpLen = p.payloadAt()
 	if !p.Trimmed {
 		udpLen += n + pad(n) + ICRCLen
 	}
@@ -265,10 +269,7 @@ func appendPayloadChecked(b []byte, udpOff, udpLen int, src, final [16]byte, pay
 	n := len(payload)
 	b, w := grow(b, n+pad(n)+ICRCLen)
 	udp := b[udpOff:]
-	crc, m := icrcHead(src, final, udp[:hdrEnd-udpOff])
-	crc = crcRest(crc, udp[m:hdrEnd-udpOff])
-	s := pseudoSum(&src, &final, udpLen)
-	s = sum(udpHead(s, udp), udp[UDPLen:hdrEnd-udpOff])
+	s, crc := headChecks(src, final, udp, hdrEnd-udpOff, udpLen)
 	s, crc = sumCRC(w[:n], s, crc, payload)
 	clear(w[n : n+pad(n)])
 	crc = crcRest(crc, w[n:n+pad(n)])
@@ -486,7 +487,7 @@ func (p *Packet) Verify(b []byte) error {
 	}
 	udp := b[udpOff:end]
 	final := p.Final()
-	at := UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS) // the payload, in udp
+	at := p.payloadAt()
 	if !p.Trimmed && len(udp) >= fuseMin && len(udp)%2 == 0 && at%2 == 0 && at+ICRCLen <= len(udp) {
 		c, icrc := udpChecks(p.IP.Src, final, udp, at)
 		switch {
@@ -528,7 +529,7 @@ func (p *Packet) VerifyInto(b, dst []byte) error {
 	dst = dst[:n]
 	udpOff := p.udpOffset()
 	end := udpOff + int(p.UDP.Length)
-	at := UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS) // the payload, in udp
+	at := p.payloadAt()
 	if p.Trimmed || n < foldBlock || len(p.Payload) != n || end > len(b) || at+n+ICRCLen > int(p.UDP.Length) {
 		err := p.Verify(b)
 		if err == nil {

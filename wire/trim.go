@@ -42,7 +42,7 @@ func Trim(pkt []byte, dscp uint8) ([]byte, error) {
 		return pkt, nil
 	}
 	oldLen := int(p.UDP.Length)
-	newLen := UDPLen + p.BTH.Opcode.HeaderLen(p.BTH.TS)
+	newLen := p.payloadAt()
 	cut := udpOff + newLen
 	csum := pkt[udpOff+udpOffChecksum:]
 	old := binary.BigEndian.Uint16(csum)

@@ -212,11 +212,11 @@ func TestTracedPacketsDoNotAllocate(t *testing.T) {
 // BenchmarkSteadyState's loop per data packet. The passes the loop makes:
 // "send" is the requester's, which copies the payload from its region
 // into the packet while it computes the UDP checksum and ICRC
-// (wire.AppendPacket), and "receive" the responder's, which verifies both
-// while it places the payload in its region (wire.Packet.VerifyInto);
-// "receive-then-copy" is the responder's work as two passes, Verify and
-// then a copy, as before issue 17's second round. Each walks a 64 MiB
-// region as the loop does. The parts, both sides together: "copy" is the
+// (wire.AppendPacket), and "receive-then-copy" the responder's, Verify
+// and then the copy into its region: the core places only a verified
+// packet (wire.Packet.VerifyInto says why). "receive" is the one pass
+// that verifies while it copies (VerifyInto), for a destination where
+// any bytes are acceptable. Each walks a 64 MiB region as the loop does. The parts, both sides together: "copy" is the
 // requester's copy and the responder's; "udp" is the UDP checksum
 // computed by the sender and verified by the receiver; "icrc" the same for
 // the ICRC. The protocol's own part is BenchmarkSteadyState/phantom. Each

@@ -216,8 +216,9 @@ func TestTracedPacketsDoNotAllocate(t *testing.T) {
 // and then the copy into its region: the core places only a verified
 // packet (wire.Packet.VerifyInto says why). "receive" is the one pass
 // that verifies while it copies (VerifyInto), for a destination where
-// any bytes are acceptable. Each walks a 64 MiB region as the loop does. The parts, both sides together: "copy" is the
-// requester's copy and the responder's; "udp" is the UDP checksum
+// any bytes are acceptable. Each walks a 64 MiB region as the loop does.
+// The parts, both sides together: "copy" is the requester's copy and the
+// responder's; "udp" is the UDP checksum
 // computed by the sender and verified by the receiver; "icrc" the same for
 // the ICRC. The protocol's own part is BenchmarkSteadyState/phantom. Each
 // reports ns/pkt.

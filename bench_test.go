@@ -218,10 +218,9 @@ func TestTracedPacketsDoNotAllocate(t *testing.T) {
 // that verifies while it copies (VerifyInto), for a destination where
 // any bytes are acceptable. Each walks a 64 MiB region as the loop does.
 // The parts, both sides together: "copy" is the requester's copy and the
-// responder's; "udp" is the UDP checksum
-// computed by the sender and verified by the receiver; "icrc" the same for
-// the ICRC. The protocol's own part is BenchmarkSteadyState/phantom. Each
-// reports ns/pkt.
+// responder's; "udp" is the UDP checksum computed by the sender and
+// verified by the receiver; "icrc" the same for the ICRC. The protocol's
+// own part is BenchmarkSteadyState/phantom. Each reports ns/pkt.
 func BenchmarkChecksums(b *testing.B) {
 	const payload, region = 4096, 64 << 20
 	p := wire.Packet{

@@ -768,40 +768,55 @@ func (c *ctrlPkt) holdStamp(now mtime.Time) uint16 {
 
 // writeCtrl encodes control packet c on EV slot into buf.
 func (q *QP) writeCtrl(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
+	if c.kind == verbs.KindSACK {
+		q.writeSACK(now, c, slot, buf, tx)
+		return
+	}
 	e := q.ep
 	pk := e.txPacket()
 	q.address(pk, slot, e.cfg.DSCP.Control, wire.NotECT)
 	pk.PayloadLen = 0
-	switch c.kind {
-	case verbs.KindSACK:
-		setBTH(&pk.BTH, wire.OpSACK, q.remoteQPN, c.psn, false, false, false)
-		// In place, field by field (see setBTH).
-		sk := &pk.SACK
-		*sk = wire.SACK{}
-		sk.M, sk.PR, sk.Rtx, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.rtx, c.ackOff, wire.EV(c.ev)
-		sk.CackPSN, sk.MPR = uint32(c.psn), uint8(q.rx.win.Size()/128)
-		sk.SackOffset, sk.SackBitmap = c.sackOff, c.bitmap
-		sk.CC.TxTimestamp, sk.CC.OOOCount, sk.CC.RC = c.holdStamp(now), c.ooo, c.restore
-		sk.CC.RcvCwndPen, sk.CC.RcvdBytes = c.pen, c.rcvd&(1<<24-1)
-	case verbs.KindNACK:
-		if c.aeth != 0 {
-			pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpAck, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
-			pk.AETH = wire.AETH{Syndrome: c.aeth, MSN: uint32(c.seq)}
-			q.stats.ProtNAKsSent++
-			break
-		}
+	if c.aeth != 0 {
+		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpAck, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
+		pk.AETH = wire.AETH{Syndrome: c.aeth, MSN: uint32(c.seq)}
+		q.stats.ProtNAKsSent++
+	} else {
 		pk.BTH = wire.BTH{PKey: wire.PKeyDefault, Opcode: wire.OpNACK, DestQP: q.remoteQPN, PSN: uint32(c.psn)}
 		pk.NACK = wire.NACK{Reason: c.reason, CE: c.m == wire.SackSkipOnce, Entropy: wire.EV(c.ev), NackPSN: uint32(c.psn), CCType: wire.NACKDefaultCCType, TxTimestamp: c.ts}
 		q.stats.NACKsSent++
 	}
 	n := len(wire.AppendPacket(buf[:0], pk, nil))
-	if c.kind == verbs.KindSACK {
-		q.stats.SACKsSent++
-		a := q.rx.acks
-		a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot1: slot + 1}
-		if t := e.cfg.Tracer; t != nil {
-			e.trace(t, trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: wire.EV(q.evs.Value(slot)), Plane: q.evs.Plane(slot)})
-		}
-	}
 	e.describe(tx, q.evs.Plane(slot), n, n, q.qpn, c.kind)
+}
+
+// writeSACK encodes the SACK c into buf, on slot's EV, and describes it
+// in tx. Its headers come from the endpoint's template, as a data
+// packet's do (writeData).
+func (q *QP) writeSACK(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, tx *verbs.Transmit) {
+	e := q.ep
+	plane, ev := q.evs.Plane(slot), wire.EV(q.evs.Value(slot))
+	f := &e.scratch.data
+	f.Src, f.Dst = e.ports[plane].addr, q.remote[plane]
+	if q.paths != nil && e.cfg.Encap != EncapPlain {
+		f.Via = q.paths(plane, ev)
+	}
+	f.TrafficClass, f.EV = e.cfg.DSCP.Control<<2|uint8(wire.NotECT), ev
+	f.DestQP, f.PSN = q.remoteQPN, uint32(c.psn)
+	// In place, field by field (see setBTH).
+	sk := &e.scratch.tx.SACK
+	*sk = wire.SACK{}
+	sk.M, sk.PR, sk.Rtx, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.rtx, c.ackOff, wire.EV(c.ev)
+	sk.CackPSN, sk.MPR = uint32(c.psn), uint8(q.rx.win.Size()/128)
+	sk.SackOffset, sk.SackBitmap = c.sackOff, c.bitmap
+	sk.CC.TxTimestamp, sk.CC.OOOCount, sk.CC.RC = c.holdStamp(now), c.ooo, c.restore
+	sk.CC.RcvCwndPen, sk.CC.RcvdBytes = c.pen, c.rcvd&(1<<24-1)
+	n := len(e.dataTpl.AppendSACK(buf[:0], f, sk))
+	q.stats.SACKsSent++
+	a := q.rx.acks
+	a.sackSlots[c.seq%uint16(len(a.sackSlots))] = sentSACK{seq: c.seq, slot1: slot + 1}
+	if t := e.cfg.Tracer; t != nil {
+		e.trace(t, trace.Record{Time: now, Kind: trace.SACKSent, QPN: q.qpn, PSN: uint32(c.psn), EV: ev, Plane: plane})
+	}
+	tx.Port, tx.Len, tx.WireLen, tx.QPN, tx.Kind = plane, n, n, q.qpn, verbs.KindSACK
+	tx.Dst, tx.EV, tx.TrafficClass = f.Dst, f.EV, f.TrafficClass
 }

@@ -84,10 +84,10 @@ func NewDataTemplate(encap DataEncap, ts, noCRC bool) DataTemplate {
 // dataHopLimit is the hop limit of every IPv6 header of a data packet.
 const dataHopLimit = 64
 
-// The longest data-packet headers: outer and inner IPv6, and from the UDP
-// header on.
+// The longest headers a template writes (a data packet's or a SACK's):
+// outer and inner IPv6, and from the UDP header on.
 const (
-	dataFromUDPMax = UDPLen + BTHLen + METHLen + TSETHLen + RETHLen + ImmDtLen
+	dataFromUDPMax = UDPLen + BTHLen + max(METHLen+TSETHLen+RETHLen+ImmDtLen, SACKLen)
 	dataInnerMax   = IPv6Len + dataFromUDPMax
 	dataHeaderMax  = IPv6Len + dataInnerMax
 )
@@ -107,31 +107,7 @@ func (t *DataTemplate) Append(b []byte, f *DataFields, payload []byte) []byte {
 	x := f.Opcode.exts(t.ts)
 	udpLen := UDPLen + BTHLen + int(x.Len) + n + pad(n) + ICRCLen
 	udpOff := len(b) + t.ip + IPv6Len
-	// Room for the longest headers, written through fixed-size arrays
-	// (no bounds check per field), then cut to these.
-	b, w := grow(b, dataHeaderMax)
-	h := (*[dataHeaderMax]byte)(w)
-	*h = t.hdr
-	sport, flow := SplitEV(f.EV)
-	vtf := ipv6Version<<28 | uint32(f.TrafficClass)<<20 | flow&FlowLabelMask
-	dst := &f.Dst
-	switch t.encap {
-	case DataUSID:
-		dst = &f.Via
-	case DataEncapsulated:
-		binary.BigEndian.PutUint32(h[:], vtf)
-		binary.BigEndian.PutUint16(h[ipv6OffPayloadLen:], uint16(IPv6Len+udpLen))
-		*(*[16]byte)(h[ipv6OffSrc:]) = f.Src
-		*(*[16]byte)(h[ipv6OffDst:]) = f.Via
-	}
-	ip := (*[dataInnerMax]byte)(h[t.ip:])
-	binary.BigEndian.PutUint32(ip[:], vtf)
-	binary.BigEndian.PutUint16(ip[ipv6OffPayloadLen:], uint16(udpLen))
-	*(*[16]byte)(ip[ipv6OffSrc:]) = f.Src
-	*(*[16]byte)(ip[ipv6OffDst:]) = *dst
-	u := (*[dataFromUDPMax]byte)(ip[IPv6Len:])
-	binary.BigEndian.PutUint16(u[udpOffSrcPort:], sport)
-	binary.BigEndian.PutUint16(u[udpOffLength:], uint16(udpLen))
+	b, u := t.head(b, f, udpLen)
 	const bth = UDPLen
 	ack := flag(t.ts, bthTS)
 	if f.AckReq {
@@ -163,4 +139,53 @@ func (t *DataTemplate) Append(b []byte, f *DataFields, payload []byte) []byte {
 		return b // phantom payload
 	}
 	return appendWhole(b, udpOff, udpLen, f.Src, f.Dst, payload, t.noCRC)
+}
+
+// AppendSACK appends the SACK packet (OpSACK, no BTH flags) with s as its
+// SETH and CC_STATE to b and returns the extended slice, as AppendPacket
+// does. Of f only the addresses, TrafficClass, EV, DestQP and PSN count.
+func (t *DataTemplate) AppendSACK(b []byte, f *DataFields, s *SACK) []byte {
+	const udpLen = UDPLen + BTHLen + SACKLen + ICRCLen
+	udpOff := len(b) + t.ip + IPv6Len
+	b, u := t.head(b, f, udpLen)
+	binary.BigEndian.PutUint16(u[UDPLen+bthOffOpcode:], uint16(OpSACK)<<8)
+	binary.BigEndian.PutUint32(u[UDPLen+bthOffResv8a:], f.DestQP&QPNMask)
+	binary.BigEndian.PutUint32(u[UDPLen+bthOffAck:], f.PSN&PSNMask)
+	ext := u[UDPLen+BTHLen : UDPLen+BTHLen+SACKLen]
+	s.put(ext)
+	b = b[:udpOff+udpLen-ICRCLen]
+	return appendWhole(b, udpOff, udpLen, f.Src, f.Dst, nil, t.noCRC)
+}
+
+// head writes the template's headers to b's end, with f's addresses,
+// traffic class and EV and the lengths of a UDP datagram of udpLen
+// bytes, up to the UDP header, and returns b extended by room for the
+// longest headers and the bytes from the UDP header on.
+func (t *DataTemplate) head(b []byte, f *DataFields, udpLen int) ([]byte, *[dataFromUDPMax]byte) {
+	// Room for the longest headers, written through fixed-size arrays
+	// (no bounds check per field), then cut to these.
+	b, w := grow(b, dataHeaderMax)
+	h := (*[dataHeaderMax]byte)(w)
+	*h = t.hdr
+	sport, flow := SplitEV(f.EV)
+	vtf := ipv6Version<<28 | uint32(f.TrafficClass)<<20 | flow&FlowLabelMask
+	dst := &f.Dst
+	switch t.encap {
+	case DataUSID:
+		dst = &f.Via
+	case DataEncapsulated:
+		binary.BigEndian.PutUint32(h[:], vtf)
+		binary.BigEndian.PutUint16(h[ipv6OffPayloadLen:], uint16(IPv6Len+udpLen))
+		*(*[16]byte)(h[ipv6OffSrc:]) = f.Src
+		*(*[16]byte)(h[ipv6OffDst:]) = f.Via
+	}
+	ip := (*[dataInnerMax]byte)(h[t.ip:])
+	binary.BigEndian.PutUint32(ip[:], vtf)
+	binary.BigEndian.PutUint16(ip[ipv6OffPayloadLen:], uint16(udpLen))
+	*(*[16]byte)(ip[ipv6OffSrc:]) = f.Src
+	*(*[16]byte)(ip[ipv6OffDst:]) = *dst
+	u := (*[dataFromUDPMax]byte)(ip[IPv6Len:])
+	binary.BigEndian.PutUint16(u[udpOffSrcPort:], sport)
+	binary.BigEndian.PutUint16(u[udpOffLength:], uint16(udpLen))
+	return b, u
 }

@@ -2,17 +2,19 @@ package wire
 
 import "encoding/binary"
 
-// DataTemplate writes data packets (the six WRITE opcodes) from a template
-// of their headers: the bytes that stay the same from one packet of an
-// endpoint to the next (IPv6 next headers and hop limits, the UDP
-// destination port, the default P_Key, the TSETH's ftype) are written
-// once, by NewDataTemplate, and Append copies them and patches the rest —
-// addresses, EV, traffic class, lengths, the BTH's opcode, flags, QP and
-// PSN, and the METH, TSETH, RETH and immediate — before it adds the
-// payload, pad, ICRC and UDP checksum. A packet it writes is byte for byte
+// DataTemplate writes data packets (the six WRITE opcodes) and SACKs
+// from a template of their headers: the bytes that stay the same from one
+// packet of an endpoint to the next (IPv6 next headers and hop limits,
+// the UDP destination port, the default P_Key, the TSETH's ftype) are
+// written once, by NewDataTemplate, and Append copies them and patches
+// the rest — addresses, EV, traffic class, lengths, the BTH's opcode,
+// flags, QP and PSN, and the METH, TSETH, RETH and immediate — before it
+// adds the payload, pad, ICRC and UDP checksum; AppendSACK patches the
+// SETH and CC_STATE in the same way. A packet it writes is byte for byte
 // the one AppendPacket writes for the same fields, BTH bits it has no
 // field for (SE, M, TVer, Resv8a, Resv) zero (TestDataTemplate,
-// FuzzDataTemplate); it saves AppendPacket's walk through a Packet.
+// TestDataTemplateSACK, FuzzDataTemplate); it saves AppendPacket's walk
+// through a Packet.
 //
 // A DataTemplate is a plain value, read-only once made.
 type DataTemplate struct {

@@ -181,7 +181,9 @@ func (e *Endpoint) address(pk *wire.Packet, plane int, ev uint32, dst [16]byte, 
 	sport, flow := wire.SplitEV(wire.EV(ev))
 	tc := dscp<<2 | uint8(ecn)
 	src := e.ports[plane].addr
-	// Field by field (see setBTH).
+	// Field by field: a composite literal assigned through a pointer is
+	// built in a temporary and copied in 16-byte pieces, which stall on
+	// the temporary's byte-wide stores (store forwarding) on every packet.
 	ip := &pk.IP
 	ip.TrafficClass, ip.FlowLabel, ip.PayloadLen, ip.NextHeader, ip.HopLimit = tc, flow, 0, wire.ProtoUDP, 64
 	ip.Src, ip.Dst = src, dst
@@ -195,16 +197,4 @@ func (e *Endpoint) address(pk *wire.Packet, plane int, ev uint32, dst [16]byte, 
 		pk.Encap = true
 		pk.Outer = wire.IPv6{TrafficClass: tc, FlowLabel: flow, NextHeader: wire.ProtoIPv6, HopLimit: 64, Src: src, Dst: paths(plane, wire.EV(ev))}
 	}
-}
-
-// setBTH sets h to the BTH of an MRC packet of q's: op to QP destQP with
-// PSN p and the given flags, the default P_Key, every other field zero.
-// It writes h in place, field by field: a composite literal assigned
-// through a pointer is built in a temporary and copied in 16-byte pieces,
-// which stall on the temporary's byte-wide stores (store forwarding) on
-// every packet.
-func setBTH(h *wire.BTH, op wire.Opcode, destQP uint32, p psn.PSN, ackReq, rtx, ts bool) {
-	*h = wire.BTH{}
-	h.PKey, h.Opcode, h.DestQP, h.PSN = wire.PKeyDefault, op, destQP, uint32(p)
-	h.AckReq, h.Rtx, h.TS = ackReq, rtx, ts
 }

@@ -646,7 +646,7 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		m = wire.SackSkipOnce
 	}
 	a := r.ack()
-	// Filled in place, field by field (see setBTH): this runs for every
+	// Filled in place, field by field (see Endpoint.address): this runs for every
 	// few packets.
 	c := r.queueNew(q)
 	c.kind, c.seq, c.port, c.psn = verbs.KindSACK, a.sackSeq, r.trig.port, cack
@@ -802,7 +802,7 @@ func (q *QP) writeSACK(now mtime.Time, c *ctrlPkt, slot evset.Slot, buf []byte, 
 	}
 	f.TrafficClass, f.EV = e.cfg.DSCP.Control<<2|uint8(wire.NotECT), ev
 	f.DestQP, f.PSN = q.remoteQPN, uint32(c.psn)
-	// In place, field by field (see setBTH).
+	// In place, field by field (see Endpoint.address).
 	sk := &e.scratch.tx.SACK
 	*sk = wire.SACK{}
 	sk.M, sk.PR, sk.Rtx, sk.AckPSNOffset, sk.Entropy = c.m, c.probe, c.rtx, c.ackOff, wire.EV(c.ev)

@@ -340,7 +340,7 @@ func (s *sender) sendNew(q *QP, now mtime.Time, slot evset.Slot, buf []byte, tx 
 	p := s.nxt
 	w := s.wqe(s.wqeSend)
 	size := uint16(segSize(w, s.seg, q.ep.cfg.MTU))
-	// In place, field by field (see setBTH).
+	// In place, field by field (see Endpoint.address).
 	r := s.rec(p)
 	*r = txPkt{}
 	r.sentAt, r.wqe, r.seg, r.size, r.slot, r.state = now, uint32(s.wqeSend), s.seg, size, slot, pktInFlight
@@ -450,7 +450,7 @@ func (q *QP) writeData(now mtime.Time, buf []byte, p psn.PSN, rtx bool, tx *verb
 	plane, ev := q.evs.Plane(r.slot), q.evs.Value(r.slot)
 	off := uint64(r.seg) * uint64(e.cfg.MTU)
 	// The headers come from the endpoint's template (wire.DataTemplate),
-	// filled in place, field by field (see setBTH).
+	// filled in place, field by field (see Endpoint.address).
 	f := &e.scratch.data
 	f.Src = e.ports[plane].addr
 	f.Dst = q.remote[plane]

@@ -646,8 +646,8 @@ func (r *receiver) flushSACK(q *QP, probe bool) {
 		m = wire.SackSkipOnce
 	}
 	a := r.ack()
-	// Filled in place, field by field (see Endpoint.address): this runs for every
-	// few packets.
+	// Filled in place, field by field (see Endpoint.address): this runs
+	// for every few packets.
 	c := r.queueNew(q)
 	c.kind, c.seq, c.port, c.psn = verbs.KindSACK, a.sackSeq, r.trig.port, cack
 	c.ackOff, c.sackOff, c.bitmap = clamp16(r.trig.psn.Sub(cack)), clamp16(base.Sub(cack)), r.win.Bitmap(base)

@@ -125,23 +125,21 @@ const (
 // the epoch of its latest arrival.
 type activeSenders struct {
 	counts [activeEpochs]int32
-	epoch  int64      // the current epoch
-	next   mtime.Time // when the epoch after it begins
-	n      int32      // the sum of counts
+	epoch  int64 // the current epoch
+	n      int32 // the sum of counts
 }
 
 // roll advances the epochs to the one holding now; epochs that fall out
 // take their senders with them. Most calls fall in the current epoch,
 // which costs a comparison, not the division that finds the epoch.
 func (a *activeSenders) roll(now mtime.Time, base time.Duration) {
-	if now < a.next {
+	span := int64(base) * activeEpochLen
+	if int64(now) < (a.epoch+1)*span {
 		return
 	}
-	span := int64(base) * activeEpochLen
 	cur := int64(now) / span
-	a.next = mtime.Time((cur + 1) * span)
 	if cur-a.epoch >= activeEpochs {
-		*a = activeSenders{epoch: cur, next: a.next}
+		*a = activeSenders{epoch: cur}
 		return
 	}
 	for a.epoch < cur {

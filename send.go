@@ -97,10 +97,12 @@ type sender struct {
 
 	srtt, rttvar time.Duration
 
-	timeout      time.Duration // QP local ACK timeout
-	retryLinear  int
-	retryExp     int
-	retries      int
+	timeout     time.Duration // QP local ACK timeout
+	retryLinear int32
+	retryExp    int32
+	retries     int32
+	// backoffs counts resource NACKs since the last progress (rtxHold).
+	backoffs     int32
 	lastProgress mtime.Time
 
 	probeID uint16
@@ -113,9 +115,8 @@ type sender struct {
 	rtxFlagged bool
 
 	// Back-off after resource NACKs (onResourceNACK): no retransmission
-	// before rtxHold; backoffs counts such NACKs since the last progress.
-	rtxHold  mtime.Time
-	backoffs int
+	// before rtxHold.
+	rtxHold mtime.Time
 
 	suspects []suspect // at most one per EV; allocated at the first loss timeout
 
@@ -150,8 +151,8 @@ func (s *sender) init(now mtime.Time, a RTSAttr) {
 		sqDepth:      a.SQDepth,
 		maxWimm:      a.MaxWimm,
 		timeout:      time.Duration(1024<<a.TimeoutExp) * time.Nanosecond,
-		retryLinear:  a.RetryLinear,
-		retryExp:     a.RetryExp,
+		retryLinear:  int32(a.RetryLinear),
+		retryExp:     int32(a.RetryExp),
 		lastProgress: now,
 		noTrim:       a.NoTrim,
 		confirm:      a.NoTrim || a.NoTrimNACKs,

@@ -29,6 +29,7 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 		return 0
 	}
 	r.state = pktAcked
+	s.ackedSentAt = max(s.ackedSentAt, r.sentAt)
 	s.planeDelivered(q, r.slot, r.sentAt)
 	q.tracePacket(now, trace.PacketAcked, p, r.slot, r.size, "")
 	return int(r.size)

@@ -89,6 +89,27 @@ func (s *sender) lossTimeoutOf(q *QP, sent mtime.Time) time.Duration {
 	return to
 }
 
+// congestionLoss reports whether a packet sent at sent whose loss timer
+// expired was most likely lost to full queues rather than to its path,
+// when
+//   - a TRIMMED_LASTHOP NACK arrived after it left: the peer's last hop,
+//     which every path to it shares, was trimming the QP's packets while
+//     this one travelled, so its trimmed header was most likely dropped in
+//     that hop's full header queue, as an incast's trims compound there
+//     (docs/spec-gaps.md row 38); or
+//   - a trim NACK of either kind arrived after it left, and nothing sent
+//     after it has been acknowledged since. A path that failed loses its
+//     own packets while those sent after them on other paths are
+//     acknowledged; a flight whose every packet met full queues leaves no
+//     such sign, and the probe that would judge its path would travel the
+//     same queues (row 46).
+func (s *sender) congestionLoss(sent mtime.Time) bool {
+	if s.lastHopTrimAt > 0 && s.lastHopTrimAt >= sent {
+		return true
+	}
+	return s.trimAt > 0 && s.trimAt >= sent && s.ackedSentAt <= sent
+}
+
 // retryInterval is the backstop timeout for the current retry: fixed for
 // the linear retries, then doubling.
 func (s *sender) retryInterval() time.Duration {
@@ -100,12 +121,8 @@ func (s *sender) retryInterval() time.Duration {
 
 // onTimer declares lost every packet whose loss timer expired, retiring its
 // EV (digest §3.5: an untrimmed loss means the path failed), and runs the
-// retry backstop. A packet that was in flight when a TRIMMED_LASTHOP NACK
-// arrived is the exception: the peer's last hop, which every path to it
-// shares, was trimming the QP's packets while this one travelled, so its
-// trimmed header was most likely dropped in that hop's full header queue
-// (an incast's trims compound there). It is resent as a congestion loss,
-// blaming no EV (docs/spec-gaps.md row 38).
+// retry backstop. A congestion loss (congestionLoss) is the exception: it
+// is resent at once, blaming no EV.
 func (s *sender) onTimer(q *QP, now mtime.Time) {
 	for s.lossHead != noPSN {
 		p := s.lossHead
@@ -120,7 +137,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if q.mixed != nil {
 			q.mixed.penalize(r.slot, mixedMax)
 		}
-		congestion := s.lastHopTrimAt > 0 && s.lastHopTrimAt >= r.sentAt
+		congestion := s.congestionLoss(r.sentAt)
 		if !congestion && s.holdSuspect(q, now, p) {
 			continue
 		}

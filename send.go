@@ -122,8 +122,12 @@ type sender struct {
 
 	// lastHopTrimAt is when the latest TRIMMED_LASTHOP NACK arrived (0:
 	// none yet; none arrives at time 0): a packet sent at or before it
-	// whose loss timer expires is a congestion loss (onTimer).
+	// whose loss timer expires is a congestion loss (congestionLoss).
 	lastHopTrimAt mtime.Time
+	// ackedSentAt is the latest send time of a packet acknowledged so
+	// far: with trimAt, it tells a flight lost to full queues from one
+	// lost on a failed path (congestionLoss).
+	ackedSentAt mtime.Time
 	// A window below one packet is a rate: the next packet leaves at
 	// paceAt, set from the latest packet's send time and size (pace).
 	paceAt, pacedAt mtime.Time

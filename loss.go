@@ -83,7 +83,7 @@ func (s *sender) deadline(q *QP) mtime.Time {
 // older one on the long.
 func (s *sender) lossTimeoutOf(q *QP, sent mtime.Time) time.Duration {
 	to := q.lossTimeout()
-	if s.trimAt > 0 && s.trimAt >= sent {
+	if since(s.trimAt, sent) {
 		to = max(to, q.ep.cfg.BaseRTT+q.ep.cfg.QueueingBound)
 	}
 	return to
@@ -104,10 +104,13 @@ func (s *sender) lossTimeoutOf(q *QP, sent mtime.Time) time.Duration {
 //     such sign, and the probe that would judge its path would travel the
 //     same queues (row 46).
 func (s *sender) congestionLoss(sent mtime.Time) bool {
-	if s.lastHopTrimAt > 0 && s.lastHopTrimAt >= sent {
-		return true
-	}
-	return s.trimAt > 0 && s.trimAt >= sent && s.ackedSentAt <= sent
+	return since(s.lastHopTrimAt, sent) || since(s.trimAt, sent) && s.ackedSentAt <= sent
+}
+
+// since reports whether a NACK that arrived at (0: none yet; none arrives
+// at time 0) came after a packet sent at sent left, or as it left.
+func since(at, sent mtime.Time) bool {
+	return at > 0 && at >= sent
 }
 
 // retryInterval is the backstop timeout for the current retry: fixed for

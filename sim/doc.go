@@ -20,11 +20,12 @@
 // switch's forwarding latency is added on arrival. Packets carry their
 // headers only (phantom payloads, mrc.RegisterPhantom); their wire length
 // sets serialisation. Runs are deterministic for a Config: ties between
-// events at the same time are broken by a sequence number, randomness
-// comes from Config.Seed, and the partitions (planes and host groups)
-// advance in lockstep windows no longer than the shortest host link's
-// delay, exchanging packets between windows in a fixed order, so the
-// number of worker goroutines does not change the results.
+// events at the same time are broken by what the events are (kind and
+// target), randomness comes from Config.Seed, and the partitions (planes
+// and host groups) advance in lockstep windows no longer than the
+// shortest host link's delay, exchanging packets between windows in a
+// fixed order, so the number of worker goroutines does not change the
+// results.
 //
 // # Files
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // The discrete-event core: integer picosecond time, a calendar queue of
-// value events ordered by (time, sequence number) with a 4-ary heap for
+// value events ordered by (time, kind and target) with a 4-ary heap for
 // far events, and pools of header-only packets addressed by handle.
 // Nothing here allocates once warmed up, and the bulk of it holds no
 // pointers the garbage collector must trace.
@@ -38,10 +38,11 @@ const (
 )
 
 // event is one scheduled happening. arg packs the kind (top 8 bits), a
-// 24-bit auxiliary value and a 32-bit id.
+// 24-bit auxiliary value and a 32-bit id. Two events equal in both
+// fields are twins (two equal credits, a timer armed twice): either may
+// run first.
 type event struct {
 	at  Time
-	seq uint64
 	arg uint64
 }
 
@@ -53,8 +54,22 @@ func (e *event) kind() evKind { return evKind(e.arg >> 56) }
 func (e *event) aux() uint32  { return uint32(e.arg>>32) & 0xFFFFFF }
 func (e *event) id() int32    { return int32(uint32(e.arg)) }
 
+// before orders events by time, then by what they are (arg: kind,
+// auxiliary value, id). Two events of one time keep their order however
+// they were scheduled.
 func (a *event) before(b *event) bool {
-	return a.at < b.at || a.at == b.at && a.seq < b.seq
+	return a.at < b.at || a.at == b.at && a.arg < b.arg
+}
+
+// cmpEvent is before as a comparison, for slices.SortFunc.
+func cmpEvent(a, b event) int {
+	switch {
+	case a.before(&b):
+		return -1
+	case b.before(&a):
+		return 1
+	}
+	return 0
 }
 
 // evHeap is a 4-ary min-heap of events: shallower than a binary heap and
@@ -313,7 +328,7 @@ const (
 // follows the events pending, however they crowd into buckets (a large
 // fabric puts thousands in one 4 ns bucket, an incast one or none). When
 // the clock reaches a bucket, its events move to one array, sorted by
-// (time, sequence), from which they are consumed; an event pushed into
+// event.before, from which they are consumed; an event pushed into
 // that bucket meanwhile is inserted in order. A bitmap of the slots
 // holding events lets the clock jump over empty buckets: a quiet stretch
 // (an incast's idle links) costs a few word tests, not a visit to every
@@ -552,18 +567,38 @@ type block struct {
 // Reset empties b for slab.Pool.
 func (b *block) Reset() { b.n, b.next = 0, noBlock }
 
-// sortEvents sorts a bucket by (time, sequence), with tmp as scratch of
-// at least len(bk) events for a large bucket, and returns tmp. A large
+// sortEvents sorts a bucket by event.before, with tmp as scratch of at
+// least len(bk) events for a large bucket, and returns tmp. A large
 // bucket is put in time order by a stable radix sort on the bits of the
-// time inside the bucket; the insertion sort that follows puts any ties
-// in sequence order. The events of one time reach a bucket in sequence
-// order (far events leave their heap in order, before the bucket takes
-// any other push), so it only checks that. No two events share a
-// sequence number, so the result is the one order.
+// time inside the bucket, then each run of one time is sorted; a small
+// one by insertion. Only twins are equal, so the result is the one order.
 func sortEvents(bk, tmp []event) []event {
-	if len(bk) >= calSortMin {
-		tmp = slices.Grow(tmp[:0], len(bk))[:len(bk)]
-		radixByTime(bk, tmp)
+	if len(bk) < calSortMin {
+		insertionSort(bk)
+		return tmp
+	}
+	tmp = slices.Grow(tmp[:0], len(bk))[:len(bk)]
+	radixByTime(bk, tmp)
+	for i := 0; i < len(bk); {
+		j := i + 1
+		for j < len(bk) && bk[j].at == bk[i].at {
+			j++
+		}
+		if j-i > 1 {
+			insertionSort(bk[i:j])
+		}
+		i = j
+	}
+	return tmp
+}
+
+// insertionSort sorts bk by event.before: quick on the few events of a
+// small bucket or of one time; a long run of one time (a symmetric
+// fabric's burst) goes to slices.SortFunc.
+func insertionSort(bk []event) {
+	if len(bk) > 64 {
+		slices.SortFunc(bk, cmpEvent)
+		return
 	}
 	for i := 1; i < len(bk); i++ {
 		e := bk[i]
@@ -574,7 +609,6 @@ func sortEvents(bk, tmp []event) []event {
 		}
 		bk[j] = e
 	}
-	return tmp
 }
 
 // radixByTime sorts bk, whose events all lie in one bucket, by time

@@ -10,13 +10,16 @@ import (
 // packets in flight (about 160 per host on --preset big, nearly all of
 // them data packets, in small slots) and the directed links (32 per
 // host: a description and sending and receiving ends; a lossy link's
-// loss is kept apart).
+// loss is kept apart), and the events pending (a few per host and link).
 func TestRecordSizes(t *testing.T) {
 	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 136 || m != 160 {
 		t.Errorf("packet slots take %d and %d bytes, want 136 and 160", n, m)
 	}
 	if a, b, c := unsafe.Sizeof(linkInfo{}), unsafe.Sizeof(linkTx{}), unsafe.Sizeof(linkRx{}); a != 32 || b != 24 || c != 24 {
 		t.Errorf("linkInfo, linkTx, linkRx take %d, %d, %d bytes; want 32, 24, 24", a, b, c)
+	}
+	if e := unsafe.Sizeof(event{}); e != 16 {
+		t.Errorf("events take %d bytes, want 16", e)
 	}
 }
 
@@ -66,7 +69,7 @@ func TestPoolSizes(t *testing.T) {
 	}
 }
 
-// The calendar hands out events in (time, sequence) order, never one
+// The calendar hands out events in event.before order, never one
 // at or after a window's end, and min is the earliest pending event's
 // time, whatever the mix of ties, sparse stretches (its jumps over empty
 // buckets), far events (its heap) and bursts into one bucket (its chains
@@ -77,10 +80,11 @@ func TestCalendarOrder(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		c := newCalendar()
 		var ref []event
-		var seq uint64
 		push := func(at Time) {
-			seq++
-			e := event{at: at, seq: seq, arg: seq}
+			// Few distinct args: ties of time are ordered by arg,
+			// whatever the order of their pushes; twins (equal time
+			// and arg) are interchangeable.
+			e := event{at: at, arg: rng.Uint64N(16)}
 			c.push(e)
 			ref = append(ref, e)
 		}
@@ -105,13 +109,18 @@ func TestCalendarOrder(t *testing.T) {
 			}
 			return m
 		}
-		// burst pushes up to 300 events into one bucket, in no order;
-		// a few per seed.
+		// burst pushes up to 300 events into one bucket, in no order,
+		// or all of one time (a symmetric fabric's burst); a few per
+		// seed.
 		bursts := 4
 		burst := func(now Time) {
 			b := now + Time(rng.Int64N(calSize<<calBits))
+			spread := int64(1 << calBits)
+			if rng.IntN(2) == 0 {
+				spread = 1
+			}
 			for range rng.IntN(300) {
-				push(b + Time(rng.Int64N(1<<calBits)))
+				push(b + Time(rng.Int64N(spread)))
 			}
 		}
 		for range 1 + rng.IntN(50) {
@@ -174,7 +183,7 @@ func TestRadixByTimeIsStable(t *testing.T) {
 		spread := Time(1) << rng.IntN(calBits+1) // from all ties to the whole bucket
 		bk := make([]event, calSortMin+rng.IntN(2000))
 		for i := range bk {
-			bk[i] = event{at: base + Time(rng.Int64N(int64(spread))), seq: uint64(i)}
+			bk[i] = event{at: base + Time(rng.Int64N(int64(spread))), arg: uint64(i)}
 		}
 		radixByTime(bk, make([]event, len(bk)))
 		for i := 1; i < len(bk); i++ {

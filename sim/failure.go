@@ -109,6 +109,7 @@ func (w *World) scheduleFailures() error {
 					w.loss = make([]linkLoss, len(w.lk))
 					for dl := range w.loss {
 						w.loss[dl].fail = -1
+						w.loss[dl].rng.Seed(w.cfg.Seed, uint64(dl)+0x51ab)
 					}
 				}
 				for _, l := range links {

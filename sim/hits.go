@@ -17,17 +17,17 @@ func (s *shard) hit(f int32, h uint32, p *packet, hdr []byte) {
 	switch trafficClass(hdr[:p.n]) {
 	case classData:
 		s.failHits[f]++
-		s.failLast[f] = s.now
+		s.failLast[f] = max(s.failLast[f], s.now)
 		if fl, ok := s.w.pktConn(h); ok {
 			k := uint64(f)<<32 | uint64(fl)
-			if _, ok := s.qpFirst[k]; !ok {
+			if t, ok := s.qpFirst[k]; !ok || s.now < t {
 				s.qpFirst[k] = s.now
 			}
-			s.qpLast[k] = s.now
+			s.qpLast[k] = max(s.qpLast[k], s.now)
 		}
 	case classControl:
 		s.failCtl[f]++
-		s.failLastCtl[f] = s.now
+		s.failLastCtl[f] = max(s.failLastCtl[f], s.now)
 	}
 }
 

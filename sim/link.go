@@ -60,7 +60,7 @@ func (s *shard) arrive(dl int32) {
 		if l.fail >= 0 {
 			s.hit(l.fail, h, p, hdr)
 		}
-		if s.rng.Float64() < l.p {
+		if float64(l.rng.Uint64()>>11)*0x1p-53 < l.p {
 			s.linkDrops[vswitch.DropLossy]++
 			s.creditBackPkt(dl, p, hdr)
 			s.release(h)

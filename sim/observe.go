@@ -67,6 +67,7 @@ type portTap struct {
 // the window; its bytes are in the partition's capBuf.
 type capRec struct {
 	at      Time
+	node    int32
 	tap     int32
 	out     bool
 	off, n  int32
@@ -226,19 +227,20 @@ func (s *shard) tapHost(hi int32, port int, out bool, qpn uint32, pkt []byte, wi
 			return
 		}
 	}
-	s.capture(ti, out, pkt, wireLen)
+	s.capture(hi, ti, out, pkt, wireLen)
 }
 
-// tapSwitch records a packet at switch port i (PortBase+port) if it is
-// tapped.
-func (s *shard) tapSwitch(i int, out bool, pkt []byte, wireLen int) {
+// tapSwitch records a packet at switch si's port i (PortBase+port) if it
+// is tapped.
+func (s *shard) tapSwitch(si int32, i int, out bool, pkt []byte, wireLen int) {
 	if ti := s.w.swTaps[i]; ti >= 0 {
-		s.capture(ti, out, pkt, wireLen)
+		s.capture(int32(s.w.t.Hosts)+si, ti, out, pkt, wireLen)
 	}
 }
 
-func (s *shard) capture(ti int32, out bool, pkt []byte, wireLen int) {
-	s.caps = append(s.caps, capRec{at: s.now, tap: ti, out: out, off: int32(len(s.capBuf)), n: int32(len(pkt)), wireLen: int32(wireLen)})
+// capture keeps a packet seen at node's tap ti.
+func (s *shard) capture(node, ti int32, out bool, pkt []byte, wireLen int) {
+	s.caps = append(s.caps, capRec{at: s.now, node: node, tap: ti, out: out, off: int32(len(s.capBuf)), n: int32(len(pkt)), wireLen: int32(wireLen)})
 	s.capBuf = append(s.capBuf, pkt...)
 }
 
@@ -254,13 +256,13 @@ func destQP(pkt []byte) uint32 {
 
 // flushObservations hands the packets captured and the records traced
 // during the last window to Config.Capture and Config.Trace, merged in
-// time order, partition order for ties.
+// time order (sortRefs).
 func (w *World) flushObservations() {
 	if w.cfg.Capture != nil && len(w.taps) > 0 {
 		w.order = w.order[:0]
 		for si, s := range w.shards {
 			for i := range s.caps {
-				w.order = append(w.order, obsRef{at: s.caps[i].at, shard: int32(si), i: int32(i)})
+				w.order = append(w.order, obsRef{at: s.caps[i].at, node: s.caps[i].node, shard: int32(si), i: int32(i)})
 			}
 		}
 		sortRefs(w.order)
@@ -281,7 +283,7 @@ func (w *World) flushObservations() {
 		w.order = w.order[:0]
 		for si, s := range w.shards {
 			for i := range s.traces {
-				w.order = append(w.order, obsRef{at: s.traces[i].r.Time.Picos(), shard: int32(si), i: int32(i)})
+				w.order = append(w.order, obsRef{at: s.traces[i].r.Time.Picos(), node: s.traces[i].host, shard: int32(si), i: int32(i)})
 			}
 		}
 		sortRefs(w.order)
@@ -298,15 +300,19 @@ func (w *World) flushObservations() {
 
 // obsRef points at a buffered observation, for merging.
 type obsRef struct {
-	at       Time
-	shard, i int32
+	at             Time
+	node, shard, i int32
 }
 
+// sortRefs orders observations by time, then by node, then as their
+// node made them.
 func sortRefs(r []obsRef) {
 	slices.SortFunc(r, func(a, b obsRef) int {
 		switch {
 		case a.at != b.at:
 			return cmpTime(a.at, b.at)
+		case a.node != b.node:
+			return int(a.node - b.node)
 		case a.shard != b.shard:
 			return int(a.shard - b.shard)
 		}

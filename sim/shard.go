@@ -5,24 +5,21 @@ package sim
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/openmrc/mrc/internal/slab"
 	"github.com/openmrc/mrc/vswitch"
 )
 
-// shard is one partition of the world: its own clock, event queue, packet
-// pool and random source. During a window it touches only its own nodes
-// (and the sender or receiver half of their links); packets for other
-// partitions go out as messages merged between windows.
+// shard is one partition of the world: its own clock, event queue and
+// packet pool. During a window it touches only its own nodes (and the
+// sender or receiver half of their links); packets for other partitions
+// go out as messages merged between windows.
 type shard struct {
 	w     *World
 	id    int
 	now   Time
 	queue *calendar
-	seq   uint64
 	pool  *pool
-	rng   *rand.Rand
 	out   [][]xmsg // by destination partition
 
 	remoteFree [][]uint32 // packets of other partitions' pools to hand back, by owner
@@ -62,8 +59,7 @@ type shard struct {
 }
 
 func (s *shard) push(at Time, k evKind, aux uint32, id int32) {
-	s.seq++
-	s.queue.push(event{at: at, seq: s.seq, arg: mkArg(k, aux, id)})
+	s.queue.push(event{at: at, arg: mkArg(k, aux, id)})
 }
 
 // next returns the time of the earliest pending event, or never.
@@ -82,29 +78,34 @@ func (s *shard) run(end Time) {
 		e := s.queue.pop()
 		s.now = e.at
 		s.events++
-		switch e.kind() {
-		case evArrive:
-			s.arrive(e.id())
-		case evTxDone:
-			s.txDone(e.id())
-		case evTimer:
-			s.timer(e.id(), e.aux())
-		case evFlowStart:
-			s.startFlow(e.id())
-		case evAction:
-			s.applyAction(e.id())
-		case evReconverge:
-			s.reconverge()
-		case evLocalRepair:
-			s.localRepair(e.id())
-		case evPFC:
-			s.pfcArrive(e.id(), e.aux())
-		case evTrigger:
-			s.delayed--
-			s.fire(e.id())
-		case evCredit:
-			s.creditArrive(e.id(), int(e.aux()>>23), int(e.aux()&(1<<23-1)))
-		}
+		s.dispatch(&e)
+	}
+}
+
+// dispatch hands event e to its handler.
+func (s *shard) dispatch(e *event) {
+	switch e.kind() {
+	case evArrive:
+		s.arrive(e.id())
+	case evTxDone:
+		s.txDone(e.id())
+	case evTimer:
+		s.timer(e.id(), e.aux())
+	case evFlowStart:
+		s.startFlow(e.id())
+	case evAction:
+		s.applyAction(e.id())
+	case evReconverge:
+		s.reconverge()
+	case evLocalRepair:
+		s.localRepair(e.id())
+	case evPFC:
+		s.pfcArrive(e.id(), e.aux())
+	case evTrigger:
+		s.delayed--
+		s.fire(e.id())
+	case evCredit:
+		s.creditArrive(e.id(), int(e.aux()>>23), int(e.aux()&(1<<23-1)))
 	}
 }
 

@@ -10,7 +10,7 @@ func (s *shard) switchRecv(si int32, in int, h uint32, p *packet, hdr []byte) {
 	sw := &w.sws[si]
 	pkt := hdr[:p.n]
 	if w.swTaps != nil {
-		s.tapSwitch(int(sw.portBase)+in, false, pkt, int(p.wl))
+		s.tapSwitch(si, int(sw.portBase)+in, false, pkt, int(p.wl))
 	}
 	out, d := sw.vs.Forward(pkt, in)
 	if d != vswitch.DropNone {
@@ -78,7 +78,7 @@ func (s *shard) swStart(si int32, port int, dl int32) {
 	}
 	if w.swTaps != nil {
 		p, hdr := s.pkt(uint32(d.Handle))
-		s.tapSwitch(int(w.t.Switches[si].PortBase)+port, true, hdr[:p.n], int(p.wl))
+		s.tapSwitch(si, int(w.t.Switches[si].PortBase)+port, true, hdr[:p.n], int(p.wl))
 	}
 	wl := d.WireLen + w.overhead
 	ser := vswitch.SerializationPs(wl, w.lk[dl].rate)

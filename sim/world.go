@@ -109,11 +109,14 @@ type linkRx struct {
 	fail       int32
 }
 
-// linkLoss is a lossy link's drop probability (0: none) and the failure
-// that made it lossy (-1: none).
+// linkLoss is a lossy link's drop probability (0: none), the failure
+// that made it lossy (-1: none) and the link's own random source: its
+// draws do not depend on the order in which the partition meets other
+// links' packets.
 type linkLoss struct {
 	p    float64
 	fail int32
+	rng  rand.PCG
 }
 
 type hostState struct {
@@ -227,7 +230,6 @@ func New(cfg Config) (*World, error) {
 	for i := range nShards {
 		s := &shard{w: w, id: i, scratch: make([]byte, mrc.MaxHeaderLen+c.MTU+64), pool: newPool(i, tagged), queue: newCalendar()}
 		w.pools = append(w.pools, s.pool)
-		s.rng = rand.New(rand.NewPCG(c.Seed, uint64(i)+0x51ab))
 		s.out = make([][]xmsg, nShards)
 		s.remoteFree = make([][]uint32, nShards)
 		s.planeRx = make([]uint64, t.Planes)

@@ -199,7 +199,7 @@ func firstSwitchPacket(b *testing.B) (w *World, pkt []byte, wl uint16, si int32,
 	hosts := int32(tp.Hosts)
 	for end := w.lookahead; end < 1_000*w.lookahead; end += w.lookahead {
 		for _, s := range w.shards {
-			s.run(end)
+			s.run(end, nil)
 		}
 		for _, s := range w.shards {
 			s.ingest()

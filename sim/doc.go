@@ -25,13 +25,15 @@
 // and host groups) advance in lockstep windows no longer than the
 // shortest host link's delay, exchanging packets between windows in a
 // fixed order, so the number of worker goroutines does not change the
-// results.
+// results. Where every link is at least a window long, a partition runs
+// a window node by node (window.go), with the same results.
 //
 // # Files
 //
 // world.go builds the World; run.go runs it in windows over the
 // partitions (shards), whose event loop and packet ownership are
-// shard.go, over engine.go's calendar queue and packet pool. An event
+// shard.go (window.go: a window run node by node), over engine.go's
+// calendar queue and packet pool. An event
 // then goes to one idea each: link.go (a link's pipe, loss and failure,
 // the serialiser), switchport.go (the vswitch adapter), host.go (the NIC
 // adapter), pfc.go, flow.go (starting flows, completions, triggers),

@@ -56,7 +56,8 @@ func (e *event) id() int32    { return int32(uint32(e.arg)) }
 
 // before orders events by time, then by what they are (arg: kind,
 // auxiliary value, id). Two events of one time keep their order however
-// they were scheduled.
+// they were scheduled, so a partition may process a window node by node
+// (window.go) and find what time order finds.
 func (a *event) before(b *event) bool {
 	return a.at < b.at || a.at == b.at && a.arg < b.arg
 }

@@ -10,7 +10,8 @@ import (
 // packets in flight (about 160 per host on --preset big, nearly all of
 // them data packets, in small slots) and the directed links (32 per
 // host: a description and sending and receiving ends; a lossy link's
-// loss is kept apart), and the events pending (a few per host and link).
+// loss is kept apart), and the events pending and of a window run node
+// by node (a few per host and link).
 func TestRecordSizes(t *testing.T) {
 	if n, m := unsafe.Sizeof(smallSlot{}), unsafe.Sizeof(largeSlot{}); n != 136 || m != 160 {
 		t.Errorf("packet slots take %d and %d bytes, want 136 and 160", n, m)
@@ -18,8 +19,8 @@ func TestRecordSizes(t *testing.T) {
 	if a, b, c := unsafe.Sizeof(linkInfo{}), unsafe.Sizeof(linkTx{}), unsafe.Sizeof(linkRx{}); a != 32 || b != 24 || c != 24 {
 		t.Errorf("linkInfo, linkTx, linkRx take %d, %d, %d bytes; want 32, 24, 24", a, b, c)
 	}
-	if e := unsafe.Sizeof(event{}); e != 16 {
-		t.Errorf("events take %d bytes, want 16", e)
+	if e, n := unsafe.Sizeof(event{}), unsafe.Sizeof(nodeEvent{}); e != 16 || n != 24 {
+		t.Errorf("event and nodeEvent take %d and %d bytes, want 16 and 24", e, n)
 	}
 }
 

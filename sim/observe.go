@@ -305,7 +305,8 @@ type obsRef struct {
 }
 
 // sortRefs orders observations by time, then by node, then as their
-// node made them.
+// node made them: the same whether the window ran in time order or
+// node by node.
 func sortRefs(r []obsRef) {
 	slices.SortFunc(r, func(a, b obsRef) int {
 		switch {

@@ -42,6 +42,8 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 	wallStart := time.Now()
 	stop := mtime.PicosOf(w.cfg.StopAt)
 	window := min(w.lookahead, maxWindow)
+	w.nodeOrder = !w.timeOrder && w.canRunByNode(window)
+	w.scratch = make([]nodeScratch, max(w.cfg.Workers, 1))
 	smp := w.newSampler()
 	var T Time
 	interrupted, hitStop := false, false
@@ -125,34 +127,35 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 // take the partitions last first: the host partitions, which come last
 // and carry the transports' work, start at once and the switch
 // partitions fill in around them (longest first, as in LPT scheduling).
-func (w *World) parallel(active []int, fn func(i int)) {
+// fn learns which worker (0 to Workers−1) runs it.
+func (w *World) parallel(active []int, fn func(worker, i int)) {
 	n := len(active)
 	workers := min(w.cfg.Workers, n)
 	if workers <= 1 {
 		for _, i := range active {
-			fn(i)
+			fn(0, i)
 		}
 		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	work := func() {
+	work := func(worker int) {
 		for {
 			k := int(next.Add(1) - 1)
 			if k >= n {
 				return
 			}
-			fn(active[n-1-k])
+			fn(worker, active[n-1-k])
 		}
 	}
 	wg.Add(workers - 1)
-	for range workers - 1 {
+	for i := range workers - 1 {
 		go func() {
 			defer wg.Done()
-			work()
+			work(i + 1)
 		}()
 	}
-	work()
+	work(0)
 	wg.Wait()
 }
 
@@ -168,10 +171,10 @@ const parallelEvents = 512
 func (w *World) runWindow(active []int, end Time, parallel bool) uint64 {
 	before := w.events()
 	if parallel {
-		w.parallel(active, func(i int) { w.shards[i].run(end) })
+		w.parallel(active, func(k, i int) { w.shards[i].run(end, &w.scratch[k]) })
 	} else {
 		for _, i := range active {
-			w.shards[i].run(end)
+			w.shards[i].run(end, &w.scratch[0])
 		}
 	}
 	return w.events() - before
@@ -200,7 +203,7 @@ func (w *World) ingestAll(active []int) []int {
 		}
 		return active
 	}
-	w.parallel(active, func(i int) { w.shards[i].ingest() })
+	w.parallel(active, func(_, i int) { w.shards[i].ingest() })
 	return active
 }
 

@@ -56,17 +56,34 @@ type shard struct {
 	caps   []capRec
 	capBuf []byte
 	traces []traceRec
+
+	// A window run node by node (window.go): the current node and the
+	// events it scheduled for itself before localEnd, which is 0
+	// outside such a run.
+	cur      int32
+	local    evHeap
+	localEnd Time
 }
 
 func (s *shard) push(at Time, k evKind, aux uint32, id int32) {
-	s.queue.push(event{at: at, arg: mkArg(k, aux, id)})
+	e := event{at: at, arg: mkArg(k, aux, id)}
+	if at < s.localEnd {
+		s.pushLocal(e)
+		return
+	}
+	s.queue.push(e)
 }
 
 // next returns the time of the earliest pending event, or never.
 func (s *shard) next() Time { return s.queue.min() }
 
-// run processes every event before end.
-func (s *shard) run(end Time) {
+// run processes every event before end: node by node where the world
+// allows it (window.go, with the running worker's scratch), else in time
+// order.
+func (s *shard) run(end Time, sc *nodeScratch) {
+	if s.w.nodeOrder && s.runByNode(end, sc) == end {
+		return
+	}
 	for s.err == nil {
 		top := s.queue.peek()
 		if top == nil {

@@ -58,6 +58,13 @@ type World struct {
 	fails      []failRecord
 	linkEvents [][]linkEvent // per link: state changes in time order (ECMP reconvergence); nil without link failures
 	overhead   int
+
+	// nodeOrder: the windows run node by node (window.go), with a
+	// scratch per worker; timeOrder keeps them in time order (tests
+	// compare the two).
+	nodeOrder, timeOrder bool
+	scratch              []nodeScratch
+
 	// trailer is the bytes after a data packet's payload: the RDMA
 	// transports' ICRC, none for TCP.
 	trailer int32

@@ -1,10 +1,11 @@
 package sim
 
 import (
-	"github.com/openmrc/mrc/internal/slab"
+	"cmp"
 	"math/bits"
 	"slices"
 
+	"github.com/openmrc/mrc/internal/slab"
 	"github.com/openmrc/mrc/mtime"
 )
 
@@ -60,17 +61,6 @@ func (e *event) id() int32    { return int32(uint32(e.arg)) }
 // (window.go) and find what time order finds.
 func (a *event) before(b *event) bool {
 	return a.at < b.at || a.at == b.at && a.arg < b.arg
-}
-
-// cmpEvent is before as a comparison, for slices.SortFunc.
-func cmpEvent(a, b event) int {
-	switch {
-	case a.before(&b):
-		return -1
-	case b.before(&a):
-		return 1
-	}
-	return 0
 }
 
 // evHeap is a 4-ary min-heap of events: shallower than a binary heap and
@@ -480,6 +470,22 @@ func (c *calendar) advance(limit Time) *event {
 	}
 }
 
+// unload puts the events left in the bucket being consumed back into its
+// chain of blocks, to be sorted again when the clock reaches it: pushes
+// into it are then appended, not inserted in order. A window run node by
+// node pushes in no time order, into the bucket its end falls in.
+func (c *calendar) unload() {
+	if !c.loaded {
+		return
+	}
+	rest := c.now[c.head:]
+	c.loaded, c.n = false, c.n-len(rest)
+	for _, e := range rest {
+		c.push(e)
+	}
+	c.now, c.head = c.now[:0], 0
+}
+
 // leave moves the clock from bucket cur, consumed, to bucket b.
 func (c *calendar) leave(b int64) {
 	if b != c.cur {
@@ -585,7 +591,10 @@ func sortEvents(bk, tmp []event) []event {
 		for j < len(bk) && bk[j].at == bk[i].at {
 			j++
 		}
-		if j-i > 1 {
+		switch {
+		case j-i > 64: // a symmetric fabric's burst
+			slices.SortFunc(bk[i:j], func(a, b event) int { return cmp.Compare(a.arg, b.arg) })
+		case j-i > 1:
 			insertionSort(bk[i:j])
 		}
 		i = j
@@ -594,13 +603,8 @@ func sortEvents(bk, tmp []event) []event {
 }
 
 // insertionSort sorts bk by event.before: quick on the few events of a
-// small bucket or of one time; a long run of one time (a symmetric
-// fabric's burst) goes to slices.SortFunc.
+// small bucket or of one time.
 func insertionSort(bk []event) {
-	if len(bk) > 64 {
-		slices.SortFunc(bk, cmpEvent)
-		return
-	}
 	for i := 1; i < len(bk); i++ {
 		e := bk[i]
 		j := i

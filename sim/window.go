@@ -90,6 +90,7 @@ func (s *shard) runByNode(end Time, sc *nodeScratch) Time {
 		}
 		evs = append(evs, nodeEvent{node: n, e: s.queue.pop()})
 	}
+	s.queue.unload()
 	// The calendar handed them out in order: a stable sort by node keeps
 	// each node's in order.
 	sc.window, sc.tmp = evs, sortByNode(evs, sc.tmp)

@@ -63,6 +63,7 @@ type shard struct {
 	cur      int32
 	local    evHeap
 	localEnd Time
+	ahead    uint64 // what runByNode read ahead, summed so that it is read
 }
 
 func (s *shard) push(at Time, k evKind, aux uint32, id int32) {

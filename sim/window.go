@@ -99,8 +99,18 @@ func (s *shard) runByNode(end Time, sc *nodeScratch) Time {
 	for i := 0; i < len(evs) && s.err == nil; {
 		s.cur = evs[i].node
 		j := i
-		for j < len(evs) && evs[j].node == s.cur {
-			j++
+		for ; j < len(evs) && evs[j].node == s.cur; j++ {
+			// Read ahead what the node's arrivals will read: their
+			// links' pipes and head packets, scattered over a large
+			// fabric's memory. These loads do not wait on each other,
+			// so their cache misses overlap, where the arrivals would
+			// meet them one after the other.
+			if evs[j].e.kind() == evArrive {
+				if h := s.w.rx[evs[j].e.id()].head; h != nilPkt {
+					p, _ := s.pkt(h)
+					s.ahead += uint64(p.nextAt)
+				}
+			}
 		}
 		for k := i; s.err == nil; {
 			var e event

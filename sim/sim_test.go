@@ -307,17 +307,24 @@ func TestECMPReconvergence(t *testing.T) {
 	}
 }
 
-// Silent dataplane failures, NIC port loss, lossy links and flapping links:
-// MRC finishes every flow.
-func TestMRCSurvivesFailures(t *testing.T) {
-	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 4, T0Down: 8, T0Up: 4})
-	for _, f := range []Failure{
+// failuresOfEveryKind are failures of a 32-host, 4-plane Clos: a silent
+// dataplane failure, NIC port loss, lossy links, flapping links and a
+// switch reboot.
+func failuresOfEveryKind() []Failure {
+	return []Failure{
 		{Kind: SwitchBlackhole, Element: "t1-p2-1", At: 15 * time.Microsecond},
 		{Kind: NICPortDown, Element: "h3/p1", At: 15 * time.Microsecond, Until: 60 * time.Microsecond},
 		{Kind: LossyLink, Element: "random:t0-t1", Count: 3, At: 0, Loss: 0.02},
 		{Kind: LinkFlap, Element: "random:t0-t1", Count: 2, At: 0, Until: 200 * time.Microsecond, FlapRate: 50_000, DownFor: 5 * time.Microsecond},
 		{Kind: SwitchDown, Element: "random:t1", At: 20 * time.Microsecond, Until: 80 * time.Microsecond},
-	} {
+	}
+}
+
+// Silent dataplane failures, NIC port loss, lossy links, flapping links and
+// a switch reboot: MRC finishes every flow.
+func TestMRCSurvivesFailures(t *testing.T) {
+	tp := clos2(t, topo.Clos2Config{Hosts: 32, Planes: 4, T0Down: 8, T0Up: 4})
+	for _, f := range failuresOfEveryKind() {
 		t.Run(string(f.Kind), func(t *testing.T) {
 			wl := smallPerm(t, 32, 1<<20)
 			r := run(t, Config{Topology: tp, Workload: wl, Transport: MRC(), Seed: 12, Failures: []Failure{f}})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"testing"
-	"time"
 
 	"github.com/openmrc/mrc/sim/topo"
 	"github.com/openmrc/mrc/sim/workload"
@@ -25,13 +24,7 @@ func TestNodeOrderMatchesTimeOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failures := []Failure{
-		{Kind: SwitchBlackhole, Element: "t1-p2-1", At: 15 * time.Microsecond},
-		{Kind: NICPortDown, Element: "h3/p1", At: 15 * time.Microsecond, Until: 60 * time.Microsecond},
-		{Kind: LossyLink, Element: "random:t0-t1", Count: 3, At: 0, Loss: 0.02},
-		{Kind: LinkFlap, Element: "random:t0-t1", Count: 2, At: 0, Until: 200 * time.Microsecond, FlapRate: 50_000, DownFor: 5 * time.Microsecond},
-		{Kind: SwitchDown, Element: "random:t1", At: 20 * time.Microsecond, Until: 80 * time.Microsecond},
-	}
+	failures := failuresOfEveryKind()
 	for _, c := range []struct {
 		name string
 		cfg  Config

@@ -305,8 +305,8 @@ type obsRef struct {
 }
 
 // sortRefs orders observations by time, then by node, then as their
-// node made them: the same whether the window ran in time order or
-// node by node.
+// node made them (a node's all sit in its partition's buffer): the same
+// whether the window ran in time order or node by node.
 func sortRefs(r []obsRef) {
 	slices.SortFunc(r, func(a, b obsRef) int {
 		switch {
@@ -314,8 +314,6 @@ func sortRefs(r []obsRef) {
 			return cmpTime(a.at, b.at)
 		case a.node != b.node:
 			return int(a.node - b.node)
-		case a.shard != b.shard:
-			return int(a.shard - b.shard)
 		}
 		return int(a.i - b.i)
 	})

@@ -98,6 +98,9 @@ func TestReorderWindow(t *testing.T) {
 		if sb.NACKsSent != 0 || sb.Dropped() != 0 || sa.Retransmits != 0 || sb.Reordered == 0 {
 			t.Errorf("window %d: %d NAKs, %d drops, %d retransmits, %d held", window, sb.NACKsSent, sb.Dropped(), sa.Retransmits, sb.Reordered)
 		}
+		if sb.PayloadArrived != sb.PayloadReceived {
+			t.Errorf("window %d: %d payload bytes arrived, %d placed, want equal", window, sb.PayloadArrived, sb.PayloadReceived)
+		}
 		const end1 = 12*1024 - 100 // the first WRITE's end; the second starts at 12 KiB
 		if !bytes.Equal(x.dst[:end1], x.src[:end1]) || !bytes.Equal(x.dst[12*1024:], x.src[12*1024:]) {
 			t.Error("data placed wrong")

@@ -120,7 +120,11 @@ func (r *responder) recvData(q *QP, now mtime.Time, p *Packet, phantom bool) {
 		}
 		return
 	}
-	if r.accept(q, now, p, phantom) && r.window > 0 {
+	if !r.accept(q, now, p, phantom) {
+		return
+	}
+	q.stats.PayloadArrived += uint64(p.PayloadLen)
+	if r.window > 0 {
 		r.drain(q, now)
 	}
 }
@@ -138,6 +142,7 @@ func (r *responder) hold(q *QP, n psn.PSN, d int, p *Packet, phantom bool) {
 		return
 	}
 	q.stats.Reordered++
+	q.stats.PayloadArrived += uint64(p.PayloadLen)
 	*h = held{psn: n, has: true, phantom: phantom, ackReq: p.BTH.AckReq, op: p.Opcode(), size: p.PayloadLen,
 		reth: p.RETH, imm: p.Imm, payload: append(h.payload[:0], p.Payload...)}
 }

@@ -37,6 +37,11 @@ type Stats struct {
 	CNPsSuppressed uint64 // CE-marked packets that found a CNP sent within the CNP interval
 	BECNsSent      uint64 // ACKs sent with BECN for CE-marked (FECN) data (CCBECN)
 	Reordered      uint64 // data packets taken ahead of the expected PSN and held (ReorderWindow > 0)
+	// PayloadArrived counts the payload of new data packets as they
+	// arrive, in order or held ahead of the expected PSN, each PSN once.
+	// PayloadReceived counts it as it is placed, in PSN order, so a
+	// filled gap adds the whole held run to it at one instant.
+	PayloadArrived uint64
 }
 
 func (s *Stats) add(o *Stats) {
@@ -75,4 +80,5 @@ func (s *Stats) add(o *Stats) {
 	s.CNPsSuppressed += o.CNPsSuppressed
 	s.BECNsSent += o.BECNsSent
 	s.Reordered += o.Reordered
+	s.PayloadArrived += o.PayloadArrived
 }

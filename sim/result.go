@@ -168,7 +168,7 @@ type Series struct {
 	TotalGbps []float64   `json:"total_gbps"` // payload delivered to hosts since the previous sample
 	PlaneGbps [][]float64 `json:"plane_gbps"` // [plane][sample]
 	FlowIDs   []int       `json:"flow_ids"`   // flows with a series
-	FlowGbps  [][]float64 `json:"flow_gbps"`  // [flow][sample]: bytes newly delivered to the receiver
+	FlowGbps  [][]float64 `json:"flow_gbps"`  // [flow][sample]: new payload bytes as they reach the receiver
 }
 
 // FlowResult is one flow's outcome; times in nanoseconds, -1 if it did

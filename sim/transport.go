@@ -50,7 +50,8 @@ type NIC interface {
 	// Stats returns the NIC's protocol counters.
 	Stats() TransportStats
 	// Delivered returns the payload bytes connection qpn has received
-	// (each byte once), for goodput series.
+	// (each byte once, counted as it arrives even where the transport
+	// holds it for reordering), for goodput series.
 	Delivered(qpn uint32) uint64
 }
 
@@ -434,7 +435,9 @@ func newRoceNIC(ep *roce.Endpoint, planes int) (*roceNIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	received := func(q *roce.QP) uint64 { return q.Stats().PayloadReceived }
+	// Held packets count as they arrive, so that a filled gap does not
+	// show in a flow's series as a burst above its ports' rate.
+	received := func(q *roce.QP) uint64 { return q.Stats().PayloadArrived }
 	return &roceNIC{Endpoint: ep, phantomFlows: phantomFlows[*roce.QP]{mem, ep.QP, received},
 		planes: planes, port: map[uint32]int{}}, nil
 }

@@ -18,8 +18,8 @@ func (s *sender) acknowledge(q *QP, now mtime.Time, p psn.PSN) int {
 	r := s.rec(p)
 	switch r.state {
 	case pktInFlight:
-		s.unlinkLoss(p)
-		s.inflight -= int(r.size)
+		s.unlinkLoss(q, p)
+		s.land(q, r.size)
 	case pktLost:
 		if r.rtx == 0 {
 			q.stats.SpuriousRetrans++ // declared lost, yet the original arrived
@@ -60,7 +60,11 @@ func (s *sender) onSACK(q *QP, now mtime.Time, port int, sk *wire.SACK) {
 		}
 	}
 	if rtt > 0 {
+		to := q.lossTimeout()
 		s.sampleRTT(rtt)
+		if q.lossTimeout() < to && s.lossHead != noPSN {
+			q.timerDirty = true // the oldest packet's loss timer moved earlier
+		}
 	}
 
 	newly := 0
@@ -233,7 +237,7 @@ func (s *sender) onNACK(q *QP, now mtime.Time, port int, nk *wire.NACK) {
 		return
 	}
 	r := s.rec(p)
-	s.requeue(p, true)
+	s.requeue(q, p, true)
 	q.tracePacket(now, trace.PacketNacked, p, r.slot, r.size, nk.Reason.String())
 	cwnd := q.ctl().Window()
 	defer q.traceCwnd(now, cwnd)
@@ -286,7 +290,7 @@ func (s *sender) onResourceNACK(q *QP, now mtime.Time, p psn.PSN, why wire.NackR
 		for l := s.lossHead; l != noPSN; {
 			next := s.rec(l).next
 			if l.Sub(s.una) > beyond {
-				s.requeue(l, false)
+				s.requeue(q, l, false)
 			}
 			l = next
 		}
@@ -335,7 +339,7 @@ func (s *sender) onAETH(q *QP, now mtime.Time, port int, p psn.PSN, syn uint8) {
 		q.stats.ProtNAKsRecv++
 		r.marks = r.marks&^nakMask | nakAccused
 		if r.state == pktInFlight {
-			s.requeue(p, false)
+			s.requeue(q, p, false)
 		}
 		q.ep.markReady(q)
 	case nakConfirming:

@@ -45,3 +45,25 @@ func (e *Endpoint) CheckBlockedPolls(now mtime.Time) (asked int, err error) {
 	}
 	return asked, err
 }
+
+// LateTimer reports a QP of e whose timer is armed later than its
+// deadline at now (tests only): something moved the deadline earlier
+// without marking the timer dirty, so a timeout would run late. A QP
+// marked dirty is skipped: it is rescheduled before its next input ends.
+func (e *Endpoint) LateTimer(now mtime.Time) error {
+	var err error
+	e.qps.All(func(q *QP) {
+		if err != nil || q.timerDirty {
+			return
+		}
+		d := q.deadline(now)
+		if d == mtime.Never {
+			return
+		}
+		d = max(d, now+1) // schedule never arms at or before now
+		if !q.timer.Queued() || q.timer.Key() > d {
+			err = fmt.Errorf("QP %d at %v: deadline %v, timer armed %v (queued %v)", q.qpn, now, d, q.timer.Key(), q.timer.Queued())
+		}
+	})
+	return err
+}

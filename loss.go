@@ -62,7 +62,7 @@ func (s *sender) deadline(q *QP) mtime.Time {
 	if s.rtxHold > q.now && s.rtxq.Len() > 0 {
 		t = mtime.Min(t, s.rtxHold)
 	}
-	if s.paceAt > q.now && (s.rtxq.Len() > 0 || s.wqeSend != s.wqeTail) {
+	if s.paceAt > q.now && s.inflight == 0 && (s.rtxq.Len() > 0 || s.wqeSend != s.wqeTail) {
 		t = mtime.Min(t, s.paceAt)
 	}
 	for i := range s.suspects {
@@ -144,7 +144,7 @@ func (s *sender) onTimer(q *QP, now mtime.Time) {
 		if !congestion && s.holdSuspect(q, now, p) {
 			continue
 		}
-		s.requeue(p, false)
+		s.requeue(q, p, false)
 		q.tracePacket(now, trace.PacketLost, p, r.slot, r.size, "")
 		cwnd := q.ctl().Window()
 		// A packet that went into a path retired since carries no news:
@@ -194,7 +194,7 @@ func (s *sender) planeDown(q *QP, plane int) {
 		r := s.rec(p)
 		next := r.next
 		if q.evs.Plane(r.slot) == plane {
-			s.requeue(p, false)
+			s.requeue(q, p, false)
 		}
 		p = next
 	}
@@ -219,8 +219,8 @@ func (s *sender) holdSuspect(q *QP, now mtime.Time, p psn.PSN) bool {
 		s.suspects[i] = suspect{slot: r.slot, psn: p, at: now, used: true}
 		q.ep.markReady(q)
 	}
-	s.unlinkLoss(p)
-	s.inflight -= int(r.size)
+	s.unlinkLoss(q, p)
+	s.land(q, r.size)
 	r.state = pktHeld
 	r.mayEcho()
 	return true

@@ -25,7 +25,8 @@ type QP struct {
 	destroyed bool
 	// timerDirty says a new deadline may be earlier than timer's: a first
 	// packet in flight, a first unreported arrival, a retired EV to probe,
-	// a probe in flight, work posted to an idle queue, a state change.
+	// a probe in flight, work posted to an idle queue, a state change, a
+	// flight emptied under a pace wait, a loss timeout shortened.
 	timerDirty bool
 	inReady    bool // queued in the endpoint's ready list
 	err        error

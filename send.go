@@ -502,10 +502,17 @@ func (s *sender) linkLoss(p psn.PSN) (first bool) {
 	return first
 }
 
-func (s *sender) unlinkLoss(p psn.PSN) {
+// unlinkLoss takes p off the loss list. The timer follows the list's
+// head, whose loss timer may be the longer (lossTimeoutOf): a head sent
+// before the latest trim NACK that gives way to one sent after it moves
+// the deadline earlier.
+func (s *sender) unlinkLoss(q *QP, p psn.PSN) {
 	r := s.rec(p)
 	if r.prev == noPSN {
 		s.lossHead = r.next
+		if r.next != noPSN && since(s.trimAt, r.sentAt) && !since(s.trimAt, s.rec(r.next).sentAt) {
+			q.timerDirty = true
+		}
 	} else {
 		s.rec(r.prev).next = r.next
 	}
@@ -519,15 +526,25 @@ func (s *sender) unlinkLoss(p psn.PSN) {
 
 // requeue takes p out of flight and queues it for retransmission. dead
 // says the copy in flight will never reach the peer: a NACK said so.
-func (s *sender) requeue(p psn.PSN, dead bool) {
+func (s *sender) requeue(q *QP, p psn.PSN, dead bool) {
 	r := s.rec(p)
 	if !dead {
 		r.mayEcho()
 	}
-	s.unlinkLoss(p)
-	s.inflight -= int(r.size)
+	s.unlinkLoss(q, p)
+	s.land(q, r.size)
 	r.state = pktLost
 	s.rtxq.Push(p)
+}
+
+// land takes a packet of size bytes out of flight. The pace wait holds
+// only with nothing in flight (fits), so the timer counts it only then
+// (deadline): a flight that empties may move the deadline earlier.
+func (s *sender) land(q *QP, size uint16) {
+	s.inflight -= int(size)
+	if s.inflight == 0 && s.paceAt > q.now {
+		q.timerDirty = true
+	}
 }
 
 // flush completes every posted WRITE with ErrFlushed.

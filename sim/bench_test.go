@@ -150,7 +150,7 @@ func BenchmarkEngineEvent(b *testing.B) {
 // fills one: sortEvents (radix) against the pdqsort with a compare
 // function it replaced, on the same buckets. ns/event.
 func BenchmarkSortBucket(b *testing.B) {
-	pdq := func(bk, tmp []event) []event {
+	pdq := func(bk, tmp []event, _ *[]uint64) []event {
 		slices.SortFunc(bk, func(a, b event) int {
 			if c := cmp.Compare(a.at, b.at); c != 0 {
 				return c
@@ -167,15 +167,16 @@ func BenchmarkSortBucket(b *testing.B) {
 		}
 		for _, sorter := range []struct {
 			name string
-			sort func(bk, tmp []event) []event
+			sort func(bk, tmp []event, ties *[]uint64) []event
 		}{{"radix", sortEvents}, {"pdqsort", pdq}} {
 			b.Run(fmt.Sprintf("%s/%d", sorter.name, n), func(b *testing.B) {
 				bk := make([]event, n)
 				var tmp []event
+				var ties []uint64
 				b.ReportAllocs()
 				for b.Loop() {
 					copy(bk, src)
-					tmp = sorter.sort(bk, tmp)
+					tmp = sorter.sort(bk, tmp, &ties)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/event")
 			})

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 
@@ -337,7 +336,8 @@ type calendar struct {
 	loaded bool
 	now    []event
 	head   int
-	spare  []event // sortEvents' scratch
+	spare  []event  // sortEvents' scratch
+	ties   []uint64 // sortEvents' scratch for a long run of one time
 }
 
 const (
@@ -416,7 +416,7 @@ func (c *calendar) load(i int64) {
 		b = next
 	}
 	c.first[i], c.last[i] = noBlock, noBlock
-	c.spare = sortEvents(c.now, c.spare)
+	c.spare = sortEvents(c.now, c.spare, &c.ties)
 }
 
 // peek returns the next event of the bucket being consumed, or nil when
@@ -579,7 +579,8 @@ func (b *block) Reset() { b.n, b.next = 0, noBlock }
 // bucket is put in time order by a stable radix sort on the bits of the
 // time inside the bucket, then each run of one time is sorted; a small
 // one by insertion. Only twins are equal, so the result is the one order.
-func sortEvents(bk, tmp []event) []event {
+// ties is scratch for the longest runs (sortTies).
+func sortEvents(bk, tmp []event, ties *[]uint64) []event {
 	if len(bk) < calSortMin {
 		insertionSort(bk)
 		return tmp
@@ -593,13 +594,28 @@ func sortEvents(bk, tmp []event) []event {
 		}
 		switch {
 		case j-i > 64: // a symmetric fabric's burst
-			slices.SortFunc(bk[i:j], func(a, b event) int { return cmp.Compare(a.arg, b.arg) })
+			sortTies(bk[i:j], ties)
 		case j-i > 1:
 			insertionSort(bk[i:j])
 		}
 		i = j
 	}
 	return tmp
+}
+
+// sortTies sorts run, events of one time, by arg: since they share the
+// time, it sorts their args alone, as plain integers (no comparison
+// function), through args.
+func sortTies(run []event, args *[]uint64) {
+	a := (*args)[:0]
+	for _, e := range run {
+		a = append(a, e.arg)
+	}
+	slices.Sort(a)
+	for k := range run {
+		run[k].arg = a[k]
+	}
+	*args = a
 }
 
 // insertionSort sorts bk by event.before: quick on the few events of a

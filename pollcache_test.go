@@ -28,35 +28,6 @@ func TestPassedByQPsHaveNothingToSend(t *testing.T) {
 		}
 		net.KillPath(testnet.Path{Plane: 1, Index: 3})
 		net.Flap(testnet.Path{Plane: 2, Index: 5}, 20*time.Microsecond, 0.5)
-		var qps [2][]*mrc.QP
-		for range pairs {
-			qa, qb, err := net.Connect(exchangeProfile, mrc.RTSAttr{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			qps[testnet.A], qps[testnet.B] = append(qps[testnet.A], qa), append(qps[testnet.B], qb)
-		}
-		var mrs [2][2]verbs.MR // by side: source, destination
-		for s := range 2 {
-			src, err := net.Endpoint(testnet.Side(s)).RegisterMemory(make([]byte, size), verbs.AccessLocal)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dst, err := net.Endpoint(testnet.Side(s)).RegisterMemory(make([]byte, size), verbs.AccessRemoteWrite)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mrs[s] = [2]verbs.MR{src, dst}
-		}
-		done := 0
-		net.OnEvent = func(s testnet.Side, e verbs.Event) {
-			switch {
-			case e.Err != nil:
-				t.Errorf("seed %d, side %d: %v", seed, s, e)
-			case e.Kind == verbs.EventWriteDone:
-				done++
-			}
-		}
 		net.Tap = func(now mtime.Time, _ testnet.Side, _ verbs.Transmit, _ []byte) {
 			for s := range 2 {
 				n, err := net.Endpoint(testnet.Side(s)).CheckBlockedPolls(now)
@@ -66,19 +37,12 @@ func TestPassedByQPsHaveNothingToSend(t *testing.T) {
 				checked += n
 			}
 		}
-		for s := range 2 {
-			for i, q := range qps[s] {
-				if err := q.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: mrs[s][0], Remote: mrs[1-s][1], Length: size}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			net.Kick(testnet.Side(s))
-		}
+		finished := postExchange(t, net, seed, pairs, size)
 		net.SetPortUp(testnet.B, 3, false)
 		net.RunUntil(mtime.Time(30*time.Microsecond), func() bool { return false })
 		net.SetPortUp(testnet.B, 3, true)
-		if !net.RunUntil(mtime.Time(50*time.Millisecond), func() bool { return done == 2*pairs }) {
-			t.Fatalf("seed %d: %d of %d transfers done", seed, done, 2*pairs)
+		if !net.RunUntil(mtime.Time(50*time.Millisecond), finished) {
+			t.Fatalf("seed %d: transfers unfinished", seed)
 		}
 	}
 	// The check above must have had QPs to ask, or it tested nothing.
@@ -86,4 +50,49 @@ func TestPassedByQPsHaveNothingToSend(t *testing.T) {
 		t.Fatal("no QP was ever passed by: the scenario never blocks one")
 	}
 	t.Logf("%d QPs asked on ports they were passed by on", checked)
+}
+
+// postExchange connects pairs QP pairs through net (made with seed) and
+// posts a WRITE of size bytes each way on each. It returns a function that
+// reports whether every WRITE has completed; a completion in error fails t.
+func postExchange(t *testing.T, net *testnet.Net, seed uint64, pairs, size int) (finished func() bool) {
+	t.Helper()
+	var qps [2][]*mrc.QP
+	for range pairs {
+		qa, qb, err := net.Connect(exchangeProfile, mrc.RTSAttr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qps[testnet.A], qps[testnet.B] = append(qps[testnet.A], qa), append(qps[testnet.B], qb)
+	}
+	var mrs [2][2]verbs.MR // by side: source, destination
+	for s := range 2 {
+		src, err := net.Endpoint(testnet.Side(s)).RegisterMemory(make([]byte, size), verbs.AccessLocal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := net.Endpoint(testnet.Side(s)).RegisterMemory(make([]byte, size), verbs.AccessRemoteWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mrs[s] = [2]verbs.MR{src, dst}
+	}
+	done := 0
+	net.OnEvent = func(s testnet.Side, e verbs.Event) {
+		switch {
+		case e.Err != nil:
+			t.Errorf("seed %d, side %d: %v", seed, s, e)
+		case e.Kind == verbs.EventWriteDone:
+			done++
+		}
+	}
+	for s := range 2 {
+		for i, q := range qps[s] {
+			if err := q.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: mrs[s][0], Remote: mrs[1-s][1], Length: uint64(size)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		net.Kick(testnet.Side(s))
+	}
+	return func() bool { return done == 2*pairs }
 }

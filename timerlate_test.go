@@ -4,10 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmrc/mrc"
 	"github.com/openmrc/mrc/internal/testkit/testnet"
 	"github.com/openmrc/mrc/mtime"
-	"github.com/openmrc/mrc/verbs"
 )
 
 // TestTimersNeverLate: a QP's timer may be armed early (a deadline that
@@ -27,51 +25,21 @@ func TestTimersNeverLate(t *testing.T) {
 			t.Fatal(err)
 		}
 		net.KillPath(testnet.Path{Plane: 1, Index: 2})
-		var qps []*mrc.QP
-		for range pairs {
-			qa, _, err := net.Connect(exchangeProfile, mrc.RTSAttr{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			qps = append(qps, qa)
-		}
-		src, err := net.Endpoint(testnet.A).RegisterMemory(make([]byte, size), verbs.AccessLocal)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := net.Endpoint(testnet.B).RegisterMemory(make([]byte, size), verbs.AccessRemoteWrite)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := 0
-		net.OnEvent = func(s testnet.Side, e verbs.Event) {
-			switch {
-			case e.Err != nil:
-				t.Errorf("seed %d, side %d: %v", seed, s, e)
-			case e.Kind == verbs.EventWriteDone:
-				done++
-			}
-		}
-		for i, q := range qps {
-			if err := q.PostWrite(0, verbs.WriteRequest{ID: uint64(i), Local: src, Remote: dst, Length: size}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		net.Kick(testnet.A)
+		finished := postExchange(t, net, seed, pairs, size)
 		var late error
-		finished := net.RunUntil(mtime.Time(50*time.Millisecond), func() bool {
+		ok := net.RunUntil(mtime.Time(50*time.Millisecond), func() bool {
 			for s := range 2 {
 				if err := net.Endpoint(testnet.Side(s)).LateTimer(net.Now()); err != nil && late == nil {
 					late = err
 				}
 			}
-			return done == pairs || late != nil
+			return finished() || late != nil
 		})
 		if late != nil {
 			t.Fatalf("seed %d: %v", seed, late)
 		}
-		if !finished {
-			t.Fatalf("seed %d: %d of %d transfers done", seed, done, pairs)
+		if !ok {
+			t.Fatalf("seed %d: transfers unfinished", seed)
 		}
 	}
 }

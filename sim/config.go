@@ -55,11 +55,13 @@ type Config struct {
 	// HostGroups is the number of partitions hosts are split into for
 	// parallelism (default 2; forced to 1 when flows are chained by
 	// triggers that act across partitions at once, which a training
-	// job's do not: docs/sim.md). Results depend on it.
+	// job's do not: docs/sim.md). Results do not depend on it, but for
+	// the event count (docs/sim.md).
 	HostGroups int
 	// SwitchGroups is the number of partitions each plane's switches are
 	// split into (default 2; 1 when switch-to-switch links have no
-	// delay). Results depend on it.
+	// delay). Results do not depend on it, but for the event count and,
+	// where it lengthens the window, the series' sample times.
 	SwitchGroups int
 	// SampleEvery is the interval of the goodput series (default about a
 	// hundredth of the ideal completion time).

@@ -49,8 +49,9 @@ type Config struct {
 	LocalRepair time.Duration
 	// StopAt bounds simulated time (default 1 s).
 	StopAt time.Duration
-	// Workers is the number of goroutines (default 2); results do not
-	// depend on it.
+	// Workers is the most goroutines a window runs on (default 2); a run
+	// uses more than one only where that is faster (docs/sim.md).
+	// Results do not depend on it.
 	Workers int
 	// HostGroups is the number of partitions hosts are split into for
 	// parallelism (default 2; forced to 1 when flows are chained by

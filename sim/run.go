@@ -74,7 +74,7 @@ func (w *World) Run(ctx context.Context) (*Result, error) {
 				active = append(active, i)
 			}
 		}
-		lastEvents = w.runWindow(active, end, lastEvents >= parallelEvents)
+		lastEvents = w.runWindow(active, end, lastEvents)
 		if err := w.shardErr(); err != nil {
 			return nil, err
 		}
@@ -165,19 +165,26 @@ func (w *World) parallel(active []int, fn func(worker, i int)) {
 // incast's windows mostly hold fewer). Results are the same either way.
 const parallelEvents = 512
 
-// runWindow runs the active partitions up to end, on Workers goroutines
-// if parallel, else on the caller's, and returns how many events they
-// handled.
-func (w *World) runWindow(active []int, end Time, parallel bool) uint64 {
+// runWindow runs the active partitions up to end and returns how many
+// events they handled. It runs them on the caller's goroutine unless
+// the last window held at least parallelEvents events and more than one
+// partition is active: then w.cores decides, by what each way costs.
+func (w *World) runWindow(active []int, end Time, lastEvents uint64) uint64 {
 	before := w.events()
-	if parallel {
+	choose := lastEvents >= parallelEvents && len(active) > 1 && w.cfg.Workers > 1
+	par, start := choose && w.cores.parallel(), time.Now()
+	if par {
 		w.parallel(active, func(k, i int) { w.shards[i].run(end, &w.scratch[k]) })
 	} else {
 		for _, i := range active {
 			w.shards[i].run(end, &w.scratch[0])
 		}
 	}
-	return w.events() - before
+	n := w.events() - before
+	if choose {
+		w.cores.record(n, time.Since(start))
+	}
+	return n
 }
 
 // parallelIngest is how many messages the partitions must have to take

@@ -64,6 +64,7 @@ type World struct {
 	// compare the two).
 	nodeOrder, timeOrder bool
 	scratch              []nodeScratch
+	cores                coreChoice // whether windows run on several workers
 
 	// trailer is the bytes after a data packet's payload: the RDMA
 	// transports' ICRC, none for TCP.

@@ -45,7 +45,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 0, "random seed (default: the scenario's, 1); a run is a function of the scenario and the seed")
 	transports := fs.String("transports", "", "transports to compare, comma-separated `LIST` (default: the scenario's; built-in: "+strings.Join(builtinTransports(), ",")+"; all: every built-in)")
 	stop := fs.Duration("stop", 0, "stop at this much simulated `TIME` (default: the scenario's duration, 1s)")
-	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "worker goroutines (results do not depend on it)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "the most worker goroutines, used only where they are faster (results do not depend on it)")
 	jsonOut := fs.String("json", "", "write the results as JSON to `FILE` (- for standard output; schema: docs/results.md)")
 	flows := fs.Bool("flows", false, "include every flow's result in the JSON (flow_results)")
 	baseline := fs.Bool("baseline", false, "run each transport that meets failures again without them, and report the goodput dip beside the capacity removed (docs/failures.md)")

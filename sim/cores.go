@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"math"
+	"time"
+)
+
+// A second core does not always pay. On a small fabric one core's caches
+// hold the whole world, and two cores handing packets, links and queues
+// to each other spend more in cache traffic than they share out: htsim's
+// 128-host permutation took 1.8 times the CPU and 15% more wall time on
+// two workers than on one. On a large fabric the same split is 1.7 times
+// faster. So the run times the windows it could run in parallel, both
+// ways, and keeps the faster way. Results do not depend on it.
+
+// coreChoice decides, window by window, whether a window whose
+// partitions could run on several workers does. The two ways first run
+// a turn of probeWindows windows each, parallel first; then the faster runs, and now and
+// then the other runs one turn again, so that a change in the run (an
+// incast's phases, the machine's load) is seen: first after minReprobe
+// windows, then more each time the choice stands (backoff), up to
+// maxReprobe, so that a clear choice spends little on asking again. A way's cost is the least wall time per event of its
+// latest measured windows: noise (a collection, another process) only
+// ever adds time. The first warmWindows of a turn are not measured: a
+// switch moves the world from one core's caches to another's. Parallel
+// must be faster by parallelGain to be chosen, as it keeps a second core
+// busy.
+type coreChoice struct {
+	recent [2][probeWindows - warmWindows]float64 // ns per event of the latest measured windows: [0] one worker, [1] several
+	next   [2]int                                 // where recent's next measurement goes
+	par    bool                                   // the way the windows run now
+	run    int                                    // windows run that way in a row
+	turns  int                                    // turns of the opening comparison done
+	chosen bool                                   // the faster way, as last found
+	every  int                                    // windows the chosen way runs between probes of the other
+}
+
+const (
+	probeWindows = 4
+	warmWindows  = 2
+	openingTurns = 2
+	minReprobe   = 64
+	maxReprobe   = 1024
+	parallelGain = 0.9 // parallel's cost at most this share of serial's
+)
+
+// parallel reports whether the next window runs on several workers.
+func (c *coreChoice) parallel() bool {
+	if c.turns == 0 && c.run == 0 {
+		c.par = true // a short run's few windows run as they did before the choice
+	}
+	switch {
+	case c.turns < openingTurns:
+		if c.run < probeWindows {
+			break
+		}
+		if c.turns++; c.turns < openingTurns {
+			c.turn(!c.par)
+			break
+		}
+		c.chosen, c.every = c.best(), minReprobe
+		c.turn(c.chosen)
+	case c.par != c.chosen: // a probe
+		if c.run < probeWindows {
+			break
+		}
+		if best := c.best(); best != c.chosen {
+			c.chosen, c.every = best, minReprobe
+		} else {
+			c.every = min(c.every*c.backoff(), maxReprobe)
+		}
+		c.turn(c.chosen)
+	case c.run >= c.every:
+		c.turn(!c.chosen)
+	}
+	c.run++
+	return c.par
+}
+
+// best reports whether parallel is the faster way.
+func (c *coreChoice) best() bool {
+	return c.cost(1) < parallelGain*c.cost(0)
+}
+
+// backoff is how many times longer the chosen way runs before the next
+// probe, now that a probe has confirmed it: 4, or 16 where the other
+// way cost half as much again, so that probing a clearly worse way costs
+// little.
+func (c *coreChoice) backoff() int {
+	lo, hi := c.cost(0), c.cost(1)
+	if c.chosen {
+		lo, hi = hi, lo
+	}
+	if hi >= 1.5*lo {
+		return 16
+	}
+	return 4
+}
+
+// cost is way i's least ns per event over its latest measured windows.
+func (c *coreChoice) cost(i int) float64 {
+	least := math.Inf(1)
+	for _, ns := range c.recent[i] {
+		if ns > 0 {
+			least = min(least, ns)
+		}
+	}
+	return least
+}
+
+func (c *coreChoice) turn(par bool) {
+	if par != c.par {
+		c.par, c.run = par, 0
+	}
+}
+
+// record takes the wall time d of the window parallel last decided,
+// which held events events.
+func (c *coreChoice) record(events uint64, d time.Duration) {
+	if events == 0 || c.run <= warmWindows {
+		return
+	}
+	i := 0
+	if c.par {
+		i = 1
+	}
+	c.recent[i][c.next[i]] = max(float64(d.Nanoseconds()), 1) / float64(events)
+	c.next[i] = (c.next[i] + 1) % len(c.recent[i])
+}

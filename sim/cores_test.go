@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// TestCoreChoice drives coreChoice with made-up costs per event: the
-// first warmWindows windows of a turn cost double, every seventh window
+// TestCoreChoice drives coreChoice with made-up costs per event on
+// windows of 5,000 events: the first two windows of a turn cost double, every seventh window
 // triple (a collection, another process), and the costs may change half
 // way. Whatever the noise, the run must settle on the faster way, run
 // parallel only where it beats serial by parallelGain, and follow a
@@ -38,7 +38,7 @@ func TestCoreChoice(t *testing.T) {
 				if par {
 					ns = k.parallel
 				}
-				if c.run <= warmWindows {
+				if c.run <= 2 {
 					ns *= 2
 				}
 				if i%7 == 0 {
@@ -47,7 +47,7 @@ func TestCoreChoice(t *testing.T) {
 				c.record(events, time.Duration(ns*events))
 				// Judge the windows after the change, once a reprobe
 				// period and a probe have passed.
-				if i >= change+maxReprobe+probeWindows {
+				if i >= change+maxReprobe+4 { // a turn: 4 windows of 5,000 events
 					settled++
 					if par == tc.wantParallel {
 						took++
@@ -58,5 +58,25 @@ func TestCoreChoice(t *testing.T) {
 				t.Errorf("%d of %d windows (%.0f%%) ran the way wanted (parallel: %v)", took, settled, 100*share, tc.wantParallel)
 			}
 		})
+	}
+}
+
+// TestCoreChoiceLargeWindows: where a window holds many events, a turn of
+// the slower way is one window, so that the comparison costs a large run
+// little (htsim's 8192-host permutation: 200 windows of 200,000 events).
+func TestCoreChoiceLargeWindows(t *testing.T) {
+	const windows, events = 200, 200_000
+	var c coreChoice
+	serial := 0
+	for range windows {
+		par := c.parallel()
+		ns := 300.0
+		if !par {
+			ns, serial = 520, serial+1
+		}
+		c.record(events, time.Duration(ns*events))
+	}
+	if serial > 2 {
+		t.Errorf("%d of %d windows ran serially, twice as slow; want at most 2 (the opening turn and one probe)", serial, windows)
 	}
 }

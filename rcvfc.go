@@ -201,12 +201,10 @@ func (q *QP) noteSender(now mtime.Time, bytes uint64) {
 	q.ep.noteOffered(now, bytes)
 	a, l := &q.ep.rfc.senders, &q.rx.ack().load
 	a.roll(now, q.ep.cfg.BaseRTT)
-	if l.epoch != a.epoch+1 { // not yet counted in this epoch
-		a.remove(l)
-		a.counts[a.epoch%activeEpochs]++
-		a.n++
-		l.epoch = a.epoch + 1
-	}
+	a.remove(l)
+	a.counts[a.epoch%activeEpochs]++
+	a.n++
+	l.epoch = a.epoch + 1
 	l.total += bytes
 	gap := rateSpan * q.ep.cfg.BaseRTT / rateSamples
 	if last := (l.n - 1) % rateSamples; l.n == 0 || now.Sub(l.at[last]) >= gap {

@@ -131,10 +131,7 @@ func (c *coreChoice) turn(par bool) {
 	if par == c.par {
 		return
 	}
-	i := 0
-	if par {
-		i = 1
-	}
+	i := way(par)
 	c.recent[i], c.next[i] = [2]float64{}, 0
 	c.par, c.run, c.ran, c.measured = par, 0, 0, 0
 }
@@ -150,11 +147,16 @@ func (c *coreChoice) record(events uint64, d time.Duration) {
 	if events == 0 || !warm {
 		return
 	}
-	i := 0
-	if c.par {
-		i = 1
-	}
+	i := way(c.par)
 	c.recent[i][c.next[i]] = max(float64(d.Nanoseconds()), 1) / float64(events)
 	c.next[i] = (c.next[i] + 1) % len(c.recent[i])
 	c.measured++
+}
+
+// way indexes coreChoice's measurements: 0 on one worker, 1 on several.
+func way(par bool) int {
+	if par {
+		return 1
+	}
+	return 0
 }

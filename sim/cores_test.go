@@ -6,9 +6,9 @@ import (
 )
 
 // TestCoreChoice drives coreChoice with made-up costs per event on
-// windows of 5,000 events: the first two windows of a turn cost double, every seventh window
-// triple (a collection, another process), and the costs may change half
-// way. Whatever the noise, the run must settle on the faster way, run
+// windows of 5,000 events: the first two windows of a turn cost double,
+// every seventh window triple (a collection, another process), and the
+// costs may change half way. Whatever the noise, the run must settle on the faster way, run
 // parallel only where it beats serial by parallelGain, and follow a
 // change within one reprobe period.
 func TestCoreChoice(t *testing.T) {

@@ -172,7 +172,11 @@ const parallelEvents = 512
 func (w *World) runWindow(active []int, end Time, lastEvents uint64) uint64 {
 	before := w.events()
 	choose := lastEvents >= parallelEvents && len(active) > 1 && w.cfg.Workers > 1
-	par, start := choose && w.cores.parallel(), time.Now()
+	var start time.Time
+	par := choose && w.cores.parallel()
+	if choose {
+		start = time.Now() // only a window the choice is about is timed
+	}
 	if par {
 		w.parallel(active, func(k, i int) { w.shards[i].run(end, &w.scratch[k]) })
 	} else {
